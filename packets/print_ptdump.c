@@ -1,0 +1,3 @@
+/* placeholder until written */
+#include <ptscope/packets.h>
+typedef int pts_placeholder_print_ptdump_;

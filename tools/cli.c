@@ -1,0 +1,2 @@
+/* placeholder until written */
+typedef int pts_placeholder_cli_;

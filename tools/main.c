@@ -1,0 +1,68 @@
+/* ptscope: one executable, one subcommand per file (cmd_*.c). */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef PTS_VERSION
+#define PTS_VERSION "unknown"
+#endif
+
+struct subcommand {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+	{"dump", pts_cmd_dump, "print the packets of a raw PT trace"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: ptscope COMMAND [OPTIONS] ...\n\n"
+		     "Intel Processor Trace decoder that says what a trace shows and "
+		     "what it hides.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		fprintf(out, "  %-10s %s\n", subcommands[i].name,
+			subcommands[i].summary);
+	fprintf(out, "  %-10s %s\n", "help", "this text, or `help COMMAND`");
+	fprintf(out, "\n`ptscope COMMAND --help` describes a command.\n");
+}
+
+static const struct subcommand *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (strcmp(subcommands[i].name, name) == 0)
+			return &subcommands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[1];
+	if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 ||
+	    strcmp(name, "-h") == 0) {
+		if (argc > 2 && find(argv[2])) {
+			char *help_argv[] = {argv[2], "--help", NULL};
+			return find(argv[2])->run(2, help_argv);
+		}
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(name, "--version") == 0) {
+		printf("ptscope %s\n", PTS_VERSION);
+		return 0;
+	}
+	const struct subcommand *cmd = find(name);
+	if (!cmd) {
+		fprintf(stderr, "ptscope: unknown command '%s'\n\n", name);
+		usage(stderr);
+		return 2;
+	}
+	return cmd->run(argc - 1, argv + 1);
+}
