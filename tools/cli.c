@@ -1,2 +1,159 @@
-/* placeholder until written */
-typedef int pts_placeholder_cli_;
+/* Shared helpers of the ptscope subcommands (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void verror(const char *cmd, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "ptscope %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void pts_cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+}
+
+int pts_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	verror(cmd, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try 'ptscope %s --help'.\n", cmd);
+	return PTS_EXIT_USAGE;
+}
+
+int pts_cli_getopt(int argc, char **argv, const char *shortopts,
+		   const struct option *longopts)
+{
+	opterr = 0;
+	return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
+int pts_cli_bad_option(const char *cmd, int ret, char **argv)
+{
+	/* getopt leaves the offending word just before optind */
+	const char *word = optind > 0 ? argv[optind - 1] : "?";
+
+	if (ret == ':')
+		return pts_cli_usage_error(cmd, "option '%s' needs an argument",
+					   word);
+	if (optopt && strncmp(word, "--", 2) != 0)
+		return pts_cli_usage_error(cmd, "unknown option '-%c'", optopt);
+	return pts_cli_usage_error(cmd, "unknown option '%s'", word);
+}
+
+int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
+		      uint64_t max, uint64_t *value)
+{
+	char *end = NULL;
+	unsigned long long v;
+
+	/* strtoull would take "-1" as a huge number and skip blanks */
+	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ') {
+		pts_cli_error(cmd, "%s: expected a number, got '%s'", opt,
+			      arg ? arg : "");
+		return -1;
+	}
+	errno = 0;
+	v = strtoull(arg, &end, 0);
+	if (errno == ERANGE || v > max) {
+		pts_cli_error(cmd, "%s: %s is too large (at most %llu)", opt,
+			      arg, (unsigned long long)max);
+		return -1;
+	}
+	if (errno || *end) {
+		pts_cli_error(cmd, "%s: expected a number, got '%s'", opt, arg);
+		return -1;
+	}
+	*value = v;
+	return 0;
+}
+
+int pts_cli_open_trace(const char *cmd, const char *path,
+		       struct pts_source **src)
+{
+	const int err = pts_source_open(path, src);
+
+	if (err >= 0)
+		return 0;
+	if (err == -PTS_ERR_IO)
+		pts_cli_error(cmd, "cannot open %s: %s",
+			      strcmp(path, "-") ? path : "standard input",
+			      strerror(errno));
+	else
+		pts_cli_error(cmd, "cannot open %s: %s", path,
+			      pts_strerror(err));
+	return -1;
+}
+
+double pts_cli_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int pts_out_init(struct pts_out *out, FILE *file, size_t cap)
+{
+	out->file = file;
+	out->len = 0;
+	out->cap = cap;
+	out->failed = 0;
+	out->buf = malloc(cap);
+	return out->buf ? 0 : -1;
+}
+
+int pts_out_flush(struct pts_out *out)
+{
+	if (out->len && !out->failed &&
+	    fwrite(out->buf, 1, out->len, out->file) != out->len)
+		out->failed = 1;
+	out->len = 0;
+	if (!out->failed && fflush(out->file) != 0)
+		out->failed = 1;
+	return out->failed ? -1 : 0;
+}
+
+char *pts_out_reserve(struct pts_out *out, size_t n)
+{
+	if (out->cap - out->len < n)
+		pts_out_flush(out);
+	return out->buf + out->len;
+}
+
+void pts_out_puts(struct pts_out *out, const char *s)
+{
+	size_t n = strlen(s);
+
+	while (n) {
+		size_t room = out->cap - out->len;
+		if (!room) {
+			pts_out_flush(out);
+			room = out->cap;
+		}
+		const size_t k = n < room ? n : room;
+		memcpy(out->buf + out->len, s, k);
+		out->len += k;
+		s += k;
+		n -= k;
+	}
+}
+
+int pts_out_fini(struct pts_out *out)
+{
+	const int r = pts_out_flush(out);
+	free(out->buf);
+	out->buf = NULL;
+	out->cap = 0;
+	return r;
+}

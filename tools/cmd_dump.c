@@ -1,3 +1,284 @@
-/* placeholder until written */
+/* ptscope dump: the packets of a raw PT trace, as libipt's ptdump prints
+ * them or as JSON lines. Streams the trace in chunks through the packet
+ * decoder, so memory does not grow with the trace; decode errors show at
+ * their offset and decoding resumes at the next PSB. */
+#include "cli.h"
 #include "commands.h"
-int pts_cmd_dump(int argc, char **argv) { (void)argc; (void)argv; return 2; }
+
+#include <string.h>
+
+static const char cmd[] = "dump";
+
+enum dump_format { FORMAT_PTDUMP, FORMAT_JSONL };
+
+/* Packets per pts_pkt_next_batch() call. */
+#define BATCH 256
+/* Output space reserved per line: far above the longest line we print. */
+#define LINE_MAX_ 1024
+/* A decoder that reports this many conditions in a row without consuming
+ * input or giving a packet is stuck: stop rather than loop forever. */
+#define STUCK_LIMIT 64
+
+struct dump {
+	enum dump_format format;
+	int quiet;
+	struct pts_print_opts popts;
+	struct pts_pkt_config config;
+	const char *trace;
+
+	struct pts_pkt_decoder *dec;
+	struct pts_out out;
+	struct pts_lastip lip; /* ptdump --lastip's own tracking */
+	uint64_t counts[PTS_PKT_KIND_COUNT];
+	uint64_t errors;
+	uint64_t skipped;
+	unsigned stuck;
+};
+
+static void help(void)
+{
+	fputs("usage: ptscope dump [OPTIONS] TRACE\n"
+	      "\n"
+	      "Prints the packets of a raw Intel PT trace (TRACE; '-' reads\n"
+	      "standard input), one per line, as libipt's ptdump does.\n"
+	      "Decode errors show at their offset as\n"
+	      "  [<offset>: error decoding packet: <message>]\n"
+	      "and decoding resumes at the next PSB; skipped bytes show as\n"
+	      "  [<from>-<to>: skipped <n> bytes to resync]\n"
+	      "\n"
+	      "options:\n"
+	      "  -f, --format=FMT  ptdump (default) or jsonl (one JSON object\n"
+	      "                    per packet, error and skip)\n"
+	      "      --lastip      ptdump: show the last-IP after each IP packet\n"
+	      "                    (tracked as ptdump does: kept across PSBs)\n"
+	      "      --no-offset   ptdump: leave out the offset column\n"
+	      "      --cpu=CPU     FAMILY/MODEL[/STEPPING] or none (default):\n"
+	      "                    decode with that CPU's errata workarounds\n"
+	      "      --no-sync     the trace starts at a packet boundary: decode\n"
+	      "                    from byte 0 instead of the first PSB\n"
+	      "  -q, --quiet       decode only; print packet counts and MB/s on\n"
+	      "                    stderr (errors are still printed)\n"
+	      "  -h, --help        this text\n"
+	      "\n"
+	      "Exit status: 0 clean, 1 the trace had decode errors, 2 usage or\n"
+	      "I/O error.\n",
+	      stdout);
+}
+
+static int parse_args(struct dump *d, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"format", required_argument, NULL, 'f'},
+		{"lastip", no_argument, NULL, 'L'},
+		{"no-offset", no_argument, NULL, 'O'},
+		{"cpu", required_argument, NULL, 'C'},
+		{"no-sync", no_argument, NULL, 'S'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	while ((c = pts_cli_getopt(argc, argv, ":f:qh", longopts)) != -1) {
+		switch (c) {
+		case 'f':
+			if (strcmp(optarg, "ptdump") == 0)
+				d->format = FORMAT_PTDUMP;
+			else if (strcmp(optarg, "jsonl") == 0)
+				d->format = FORMAT_JSONL;
+			else
+				return pts_cli_usage_error(
+					cmd, "--format: expected ptdump or "
+					     "jsonl, got '%s'",
+					optarg);
+			break;
+		case 'L':
+			d->popts.show_lastip = 1;
+			break;
+		case 'O':
+			d->popts.show_offset = 0;
+			break;
+		case 'C':
+			if (pts_cpu_parse(optarg, &d->config.cpu) < 0)
+				return pts_cli_usage_error(
+					cmd, "--cpu: expected FAMILY/MODEL"
+					     "[/STEPPING] or none, got '%s'",
+					optarg);
+			break;
+		case 'S':
+			d->config.no_sync = 1;
+			break;
+		case 'q':
+			d->quiet = 1;
+			break;
+		case 'h':
+			help();
+			return -1;
+		default:
+			return pts_cli_bad_option(cmd, c, argv);
+		}
+	}
+	if (optind >= argc)
+		return pts_cli_usage_error(cmd, "no trace given");
+	if (optind + 1 < argc)
+		return pts_cli_usage_error(cmd, "one trace only, got '%s' too",
+					   argv[optind + 1]);
+	d->trace = argv[optind];
+	return 0;
+}
+
+static void emit_packets(struct dump *d, const struct pts_packet *pkts,
+			 int n)
+{
+	for (int i = 0; i < n; i++)
+		d->counts[pkts[i].kind]++;
+	if (d->quiet)
+		return;
+	for (int i = 0; i < n; i++) {
+		char *p = pts_out_reserve(&d->out, LINE_MAX_);
+		const size_t room = pts_out_room(&d->out) - 1; /* '\n' */
+		const int len =
+			d->format == FORMAT_JSONL
+				? pts_print_jsonl(&pkts[i], p, room)
+				: pts_print_ptdump(&pkts[i], &d->popts, &d->lip,
+						   p, room);
+		if (len < 0) /* cannot happen with LINE_MAX_ of room */
+			continue;
+		p[len] = '\n';
+		pts_out_commit(&d->out, (size_t)len + 1);
+	}
+}
+
+/* An error or a skip the decoder reported: print it where it happened. */
+static void emit_condition(struct dump *d, int err)
+{
+	uint64_t begin, end;
+	char *p = pts_out_reserve(&d->out, LINE_MAX_);
+	const size_t room = pts_out_room(&d->out) - 1;
+	int len;
+
+	pts_pkt_error_range(d->dec, &begin, &end);
+	if (err == -PTS_ERR_SKIPPED)
+		d->skipped += end - begin;
+	else
+		d->errors++;
+	/* ptdump forgets its last-IP when it resyncs after an error */
+	pts_lastip_reset(&d->lip);
+
+	len = d->format == FORMAT_JSONL
+		      ? pts_print_jsonl_error(err, begin, end, p, room)
+		      : pts_print_ptdump_error(err, begin, end, p, room);
+	if (len < 0)
+		return;
+	p[len] = '\n';
+	pts_out_commit(&d->out, (size_t)len + 1);
+}
+
+/* Decodes all that @in holds. Returns -PTS_ERR_AGAIN (more input wanted),
+ * -PTS_ERR_EOS (done) or -PTS_ERR_NO_PROGRESS. */
+static int drain(struct dump *d, struct pts_input *in)
+{
+	struct pts_packet pkts[BATCH];
+
+	for (;;) {
+		const int n = pts_pkt_next_batch(d->dec, in, pkts, BATCH);
+		if (n > 0) {
+			d->stuck = 0;
+			emit_packets(d, pkts, n);
+			continue;
+		}
+		if (n == -PTS_ERR_AGAIN) {
+			d->stuck = 0;
+			return n;
+		}
+		if (n == -PTS_ERR_EOS)
+			return n;
+		if (++d->stuck > STUCK_LIMIT) {
+			pts_cli_error(cmd, "decoder stuck at offset 0x%llx",
+				      (unsigned long long)pts_pkt_offset(d->dec));
+			return -PTS_ERR_NO_PROGRESS;
+		}
+		emit_condition(d, n);
+	}
+}
+
+static void print_summary(const struct dump *d, uint64_t bytes, double secs)
+{
+	uint64_t packets = 0;
+
+	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+		packets += d->counts[k];
+	fprintf(stderr,
+		"ptscope dump: %llu bytes, %llu packets in %.3f s: %.1f MB/s\n",
+		(unsigned long long)bytes, (unsigned long long)packets, secs,
+		secs > 0 ? (double)bytes / 1e6 / secs : 0.0);
+	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+		if (d->counts[k])
+			fprintf(stderr, "  %-10s %12llu\n", pts_pkt_kind_name(k),
+				(unsigned long long)d->counts[k]);
+	fprintf(stderr, "  %-10s %12llu\n  %-10s %12llu\n", "errors",
+		(unsigned long long)d->errors, "skipped",
+		(unsigned long long)d->skipped);
+}
+
+/* Streams the whole source through the decoder. Returns an exit status. */
+static int run(struct dump *d, struct pts_source *src)
+{
+	struct pts_input chunk;
+	const double t0 = pts_cli_now();
+	int r, status = PTS_EXIT_OK;
+
+	while ((r = pts_source_next(src, &chunk)) == 1)
+		if (drain(d, &chunk) == -PTS_ERR_NO_PROGRESS)
+			break;
+	if (r < 0) {
+		pts_cli_error(cmd, "cannot read %s: %s", d->trace,
+			      pts_strerror(r));
+		status = PTS_EXIT_USAGE;
+	} else if (r == 0) {
+		struct pts_input none = {NULL, 0, 0};
+		pts_pkt_end(d->dec);
+		if (drain(d, &none) == -PTS_ERR_NO_PROGRESS)
+			r = -1;
+	}
+	if (r != 0 && status == PTS_EXIT_OK) /* stuck */
+		status = PTS_EXIT_USAGE;
+	if (pts_out_fini(&d->out) < 0) {
+		pts_cli_error(cmd, "cannot write the output");
+		status = PTS_EXIT_USAGE;
+	}
+	if (d->quiet)
+		print_summary(d, pts_source_bytes(src), pts_cli_now() - t0);
+	if (status == PTS_EXIT_OK && d->errors)
+		status = PTS_EXIT_ERRORS;
+	return status;
+}
+
+int pts_cmd_dump(int argc, char **argv)
+{
+	struct dump d;
+	struct pts_source *src = NULL;
+	int status;
+
+	memset(&d, 0, sizeof(d));
+	d.popts.show_offset = 1;
+	optind = 1;
+	status = parse_args(&d, argc, argv);
+	if (status != 0)
+		return status < 0 ? PTS_EXIT_OK : status;
+
+	if (pts_cli_open_trace(cmd, d.trace, &src) < 0)
+		return PTS_EXIT_USAGE;
+	d.dec = pts_pkt_decoder_new(&d.config);
+	if (!d.dec || pts_out_init(&d.out, stdout, (size_t)1 << 20) < 0) {
+		pts_cli_error(cmd, "out of memory");
+		pts_pkt_decoder_free(d.dec);
+		pts_source_close(src);
+		return PTS_EXIT_USAGE;
+	}
+	pts_lastip_reset(&d.lip);
+	status = run(&d, src);
+	pts_pkt_decoder_free(d.dec);
+	pts_source_close(src);
+	return status;
+}

@@ -6,5 +6,10 @@
 #define PTS_TOOLS_COMMANDS_H
 
 int pts_cmd_dump(int argc, char **argv);
+int pts_cmd_flow(int argc, char **argv);
+int pts_cmd_perf(int argc, char **argv);
+int pts_cmd_topa(int argc, char **argv);
+int pts_cmd_windows(int argc, char **argv);
+int pts_cmd_synth(int argc, char **argv);
 
 #endif

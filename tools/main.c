@@ -16,6 +16,11 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{"dump", pts_cmd_dump, "print the packets of a raw PT trace"},
+	{"flow", pts_cmd_flow, "the executed instructions, given the code"},
+	{"perf", pts_cmd_perf, "read a perf.data capture (info, dump)"},
+	{"topa", pts_cmd_topa, "linearize ToPA / single-range output buffers"},
+	{"synth", pts_cmd_synth, "make a trace and its ground truth (walk or run)"},
+	{"windows", pts_cmd_windows, "when tracing was on, off, and why (--verify)"},
 };
 
 static void usage(FILE *out)

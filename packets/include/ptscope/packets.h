@@ -387,7 +387,10 @@ struct pts_print_opts {
 };
 
 /* Formats @pkt as one line of libipt ptdump output (no newline) into @out.
- * @lip is the printer's own last-IP (for --lastip), updated here.
+ * @lip is the printer's own last-IP (for --lastip), updated here; like
+ * ptdump's, it is not reset at PSB (reset it when resyncing after an
+ * error). Where ptdump prints a diagnostic before the line ("[<offset>:
+ * error tracking last-ip: no ip]"), it comes first, ended by '\n'.
  * Returns the line length or -PTS_ERR_AGAIN when @cap is too small. */
 int pts_print_ptdump(const struct pts_packet *pkt,
 		     const struct pts_print_opts *opts, struct pts_lastip *lip,
@@ -395,6 +398,20 @@ int pts_print_ptdump(const struct pts_packet *pkt,
 
 /* Formats @pkt as one JSON object (no newline). Same returns. */
 int pts_print_jsonl(const struct pts_packet *pkt, char *out, size_t cap);
+
+/* Formats a condition the decoder reported (@err < 0 from pts_pkt_next(),
+ * [@begin, @end) from pts_pkt_error_range()) as ptdump prints decode errors,
+ * "[<begin>: error decoding packet: <libipt's message>]", or, for
+ * -PTS_ERR_SKIPPED, "[<begin>-<end>: skipped <n> bytes to resync]"
+ * (hex offsets, no newline). Same returns as pts_print_ptdump(). */
+int pts_print_ptdump_error(int err, uint64_t begin, uint64_t end, char *out,
+			   size_t cap);
+
+/* The same condition as one JSON object (no newline):
+ * {"error":"<NAME>","message":"...","offset":<begin>,"end":<end>} plus
+ * "bytes":<n> for -PTS_ERR_SKIPPED. Same returns. */
+int pts_print_jsonl_error(int err, uint64_t begin, uint64_t end, char *out,
+			  size_t cap);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,271 @@
+/* The block cache: runs of classified instructions that need no trace
+ * (through direct jumps and calls), keyed by (address, space, mode), so that
+ * capstone runs once per block and the walker hands out instruction runs
+ * without work per instruction.
+ *
+ * Memory is a bump arena; the bound is enforced by emptying everything at
+ * once (cheap, and no block can be referenced across a flush point). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define CHUNK_SIZE (1u << 20)
+#define DEFAULT_BYTES (64u << 20)
+
+struct chunk {
+	struct chunk *next;
+	size_t used;
+	_Alignas(16) uint8_t mem[CHUNK_SIZE];
+};
+
+struct pts_block_cache {
+	struct chunk *chunks;  /* in use, newest first */
+	struct chunk *spare;   /* emptied by a flush, reused first */
+	size_t bytes, limit;
+	struct pts_block **table;
+	size_t mask;           /* table size - 1 */
+	size_t count;
+	uint64_t built;
+	/* Scratch for one block while it is decoded. */
+	uint64_t ips[PTS_BLOCK_MAX_INSNS];
+	uint8_t sizes[PTS_BLOCK_MAX_INSNS];
+	uint16_t segs[PTS_BLOCK_MAX_SEGS];
+	unsigned nsegs, npush;
+};
+
+struct pts_block_cache *pts_block_cache_new(size_t bytes)
+{
+	struct pts_block_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->limit = bytes ? bytes : DEFAULT_BYTES;
+	c->mask = 4095;
+	c->table = calloc(c->mask + 1, sizeof(*c->table));
+	if (!c->table) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void free_chunks(struct chunk *ch)
+{
+	while (ch) {
+		struct chunk *next = ch->next;
+		free(ch);
+		ch = next;
+	}
+}
+
+void pts_block_cache_free(struct pts_block_cache *cache)
+{
+	if (!cache)
+		return;
+	free_chunks(cache->chunks);
+	free_chunks(cache->spare);
+	free(cache->table);
+	free(cache);
+}
+
+void pts_block_cache_flush(struct pts_block_cache *cache)
+{
+	while (cache->chunks) {
+		struct chunk *ch = cache->chunks;
+		cache->chunks = ch->next;
+		ch->used = 0;
+		ch->next = cache->spare;
+		cache->spare = ch;
+	}
+	memset(cache->table, 0, (cache->mask + 1) * sizeof(*cache->table));
+	cache->count = 0;
+	cache->bytes = 0;
+}
+
+bool pts_block_cache_full(const struct pts_block_cache *cache)
+{
+	return cache->bytes >= cache->limit;
+}
+
+uint64_t pts_block_cache_built(const struct pts_block_cache *cache)
+{
+	return cache->built;
+}
+
+static void *arena_alloc(struct pts_block_cache *c, size_t size)
+{
+	size = (size + 15) & ~(size_t)15;
+	struct chunk *ch = c->chunks;
+	if (!ch || CHUNK_SIZE - ch->used < size) {
+		ch = c->spare;
+		if (ch)
+			c->spare = ch->next;
+		else if (!(ch = malloc(sizeof(*ch))))
+			return NULL;
+		ch->used = 0;
+		ch->next = c->chunks;
+		c->chunks = ch;
+		c->bytes += sizeof(*ch);
+	}
+	void *p = ch->mem + ch->used;
+	ch->used += size;
+	return p;
+}
+
+static inline size_t slot(const struct pts_block_cache *c, uint64_t ip,
+			  uint64_t cr3, int mode)
+{
+	uint64_t key[2] = {ip, cr3 ^ ((uint64_t)mode << 62)};
+	return (size_t)XXH3_64bits(key, sizeof(key)) & c->mask;
+}
+
+/* Doubles the table when it gets crowded (chains stay ~1 long). */
+static void maybe_grow(struct pts_block_cache *c)
+{
+	if (c->count <= c->mask)
+		return;
+	size_t nsize = (c->mask + 1) * 2;
+	struct pts_block **t = calloc(nsize, sizeof(*t));
+	if (!t)
+		return; /* longer chains, still correct */
+	struct pts_block **old = c->table;
+	size_t oldsize = c->mask + 1;
+	c->table = t;
+	c->mask = nsize - 1;
+	for (size_t i = 0; i < oldsize; i++) {
+		struct pts_block *b = old[i];
+		while (b) {
+			struct pts_block *next = b->hnext;
+			size_t s = slot(c, b->ip, b->cr3, b->mode);
+			b->hnext = t[s];
+			t[s] = b;
+			b = next;
+		}
+	}
+	free(old);
+}
+
+/* Whether the run goes on through the direct branch @info at @ip: a JMP
+ * or CALL whose target is known, while the segment budget lasts. */
+static bool follows(const struct pts_block_cache *c,
+		    const struct pts_insn_info *info)
+{
+	return (info->iclass == PTS_INSN_JMP || info->iclass == PTS_INSN_CALL) &&
+	       (info->flags & PTS_INSN_F_TARGET) &&
+	       c->nsegs < PTS_BLOCK_MAX_SEGS;
+}
+
+/* Decodes the run at @ip into the scratch arrays; returns the count or the
+ * error of the first instruction. A followed branch whose target does not
+ * decode ends the run (the walker then meets the error there). */
+static int decode_run(struct pts_block_cache *c, const struct pts_image *img,
+		      struct pts_insn_classifier *cls, uint64_t cr3, int mode,
+		      uint64_t ip, struct pts_insn_info *last)
+{
+	const uint8_t *bytes = NULL;
+	int avail = pts_image_read(img, cr3, ip, &bytes);
+	if (avail < 0)
+		return avail;
+	int n = 0;
+	c->nsegs = c->npush = 0;
+	while (n < PTS_BLOCK_MAX_INSNS) {
+		struct pts_insn_info info;
+		int size;
+		if (avail >= 15) {
+			size = pts_insn_classify(cls, mode, ip, bytes, 15, &info);
+		} else {
+			/* Near the end of a mapping: the instruction may go
+			 * on in the next one. */
+			size = pts_insn_decode(cls, img, cr3, mode, ip, &info);
+		}
+		if (size < 0) {
+			if (n == 0)
+				return size;
+			break;
+		}
+		c->ips[n] = ip;
+		c->sizes[n] = (uint8_t)size;
+		*last = info;
+		n++;
+		if (info.iclass == PTS_INSN_PLAIN) {
+			ip += (uint64_t)size;
+		} else if (n < PTS_BLOCK_MAX_INSNS && follows(c, &info)) {
+			uint16_t seg = (uint16_t)(n - 1);
+			if (info.iclass == PTS_INSN_CALL &&
+			    !(info.flags & PTS_INSN_F_CALL0)) {
+				seg |= PTS_SEG_PUSH;
+			}
+			c->segs[c->nsegs++] = seg;
+			ip = info.target;
+			avail = pts_image_read(img, cr3, ip, &bytes);
+			if (avail < 0)
+				break;
+			continue;
+		} else {
+			break;
+		}
+		if (avail > size) {
+			bytes += size;
+			avail -= size;
+		} else {
+			avail = pts_image_read(img, cr3, ip, &bytes);
+			if (avail < 0)
+				break;
+		}
+	}
+	/* A followed branch whose target did not decode is the run's last
+	 * instruction, resolved by the walker like an unfollowed one. */
+	if (c->nsegs && (int)(c->segs[c->nsegs - 1] & PTS_SEG_INDEX) == n - 1)
+		c->nsegs--;
+	return n;
+}
+
+int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
+		  struct pts_insn_classifier *cls, uint64_t cr3, int mode,
+		  uint64_t ip, struct pts_block **blk)
+{
+	size_t s = slot(cache, ip, cr3, mode);
+	for (struct pts_block *b = cache->table[s]; b; b = b->hnext) {
+		if (b->ip == ip && b->cr3 == cr3 && b->mode == mode) {
+			*blk = b;
+			return 0;
+		}
+	}
+	struct pts_insn_info last = {0};
+	int n = decode_run(cache, img, cls, cr3, mode, ip, &last);
+	if (n < 0)
+		return n;
+	cache->built++;
+	size_t nn = (size_t)n, ns = cache->nsegs;
+	struct pts_block *b = arena_alloc(cache, sizeof(*b) + nn * 9 + ns * 2 + 1);
+	if (!b)
+		return -PTS_ERR_NOMEM;
+	memset(b, 0, sizeof(*b));
+	b->ips = (uint64_t *)(b + 1);
+	b->sizes = (uint8_t *)(b->ips + nn);
+	b->segs = (uint16_t *)(b->sizes + nn);
+	if (nn & 1)
+		b->segs = (uint16_t *)((uint8_t *)b->segs + 1);
+	memcpy(b->ips, cache->ips, nn * sizeof(uint64_t));
+	memcpy(b->sizes, cache->sizes, nn);
+	memcpy(b->segs, cache->segs, ns * sizeof(uint16_t));
+	for (size_t i = 0; i < ns; i++)
+		b->npush += (cache->segs[i] & PTS_SEG_PUSH) != 0;
+	b->nsegs = (uint8_t)ns;
+	b->ip = ip;
+	b->cr3 = cr3;
+	b->n = (uint32_t)n;
+	b->mode = (uint8_t)mode;
+	b->last_class = last.iclass;
+	b->last_flags = last.flags;
+	b->target = last.target;
+	b->hnext = cache->table[s];
+	cache->table[s] = b;
+	cache->count++;
+	maybe_grow(cache);
+	*blk = b;
+	return 1;
+}

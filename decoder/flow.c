@@ -1,0 +1,729 @@
+/* The flow walker: walks cached blocks and resolves the instruction that
+ * ends each one with the packet it needs (TNT bit, TIP, PGD), keeping the
+ * return stack; stops before the IP of a FUP for async events. */
+#include "flow_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct pts_flow *pts_flow_new(const struct pts_flow_config *config,
+			      const struct pts_image *img)
+{
+	if (!img)
+		return NULL;
+	struct pts_flow_config defaults = {0};
+	if (!config)
+		config = &defaults;
+	struct pts_flow *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	struct pts_pkt_config pc = {0};
+	pc.cpu = config->cpu;
+	pc.base_offset = config->base_offset;
+	f->img = img;
+	f->img_gen = pts_image_generation(img);
+	f->cls = pts_insn_classifier_new();
+	f->cache = pts_block_cache_new(config->cache_bytes);
+	f->pkt = pts_pkt_decoder_new(&pc);
+	if (!f->cls || !f->cache || !f->pkt) {
+		pts_flow_free(f);
+		return NULL;
+	}
+	pts_cpu_errata(&config->cpu, &f->errata);
+	f->mode = PTS_EXEC_64;
+	f->st = ST_NOSYNC;
+	f->idle_limit = config->idle_limit ? config->idle_limit : IDLE_LIMIT;
+	return f;
+}
+
+void pts_flow_free(struct pts_flow *flow)
+{
+	if (!flow)
+		return;
+	pts_insn_classifier_free(flow->cls);
+	pts_block_cache_free(flow->cache);
+	pts_pkt_decoder_free(flow->pkt);
+	free(flow);
+}
+
+void pts_flow_end(struct pts_flow *flow)
+{
+	if (flow && !flow->ended) {
+		flow->ended = true;
+		pts_pkt_end(flow->pkt);
+	}
+}
+
+void pts_flow_get_stats(const struct pts_flow *flow,
+			struct pts_flow_stats *stats)
+{
+	*stats = flow->stats;
+	stats->blocks_built = pts_block_cache_built(flow->cache);
+}
+
+/* Packets the flow does not use (time, padding, maintenance). */
+static bool ignored(int kind)
+{
+	switch (kind) {
+	case PTS_PKT_PAD: case PTS_PKT_TSC: case PTS_PKT_MTC:
+	case PTS_PKT_TMA: case PTS_PKT_CYC: case PTS_PKT_CBR:
+	case PTS_PKT_MNT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void queue_push(struct pts_flow *f, const struct pts_packet *p)
+{
+	f->q[f->qhead + f->qlen] = *p;
+	f->qlen++;
+}
+
+/* Moves what is queued to the front, to make room at the end. */
+static void queue_compact(struct pts_flow *f)
+{
+	if (!f->qhead)
+		return;
+	memmove(f->q, f->q + f->qhead, f->qlen * sizeof(f->q[0]));
+	f->qhead = 0;
+}
+
+/* Decodes a batch of packets straight into the queue's free end and
+ * squeezes out the ones the flow does not use. Returns the packet
+ * layer's result. */
+static int queue_batch(struct pts_flow *f, struct pts_input *in)
+{
+	unsigned tail = f->qhead + f->qlen;
+	int r = pts_pkt_next_batch(f->pkt, in, f->q + tail,
+				   (int)(QUEUE_CAP - tail));
+	if (r <= 0)
+		return r;
+	f->stats.packets += (uint64_t)r;
+	unsigned w = tail;
+	for (unsigned i = tail; i < tail + (unsigned)r; i++) {
+		if (ignored(f->q[i].kind))
+			continue;
+		if (w != i)
+			f->q[w] = f->q[i];
+		w++;
+	}
+	f->qlen += w - tail;
+	return r;
+}
+
+/* Tops up the queue. Returns -PTS_ERR_AGAIN when @in ran out first. */
+static int refill(struct pts_flow *f, struct pts_input *in)
+{
+	queue_compact(f);
+	/* Room for a whole batch and the error record behind it. */
+	while (f->qlen < QUEUE_CAP - LOOKAHEAD && !f->pkt_eos) {
+		int r = queue_batch(f, in);
+		if (r > 0)
+			continue;
+		struct pts_packet p;
+		uint64_t begin = 0, end = 0;
+		switch (r) {
+		case -PTS_ERR_AGAIN:
+			return f->qlen >= LOOKAHEAD ? 0 : r;
+		case -PTS_ERR_EOS:
+			f->pkt_eos = true;
+			break;
+		case -PTS_ERR_SKIPPED:
+			pts_pkt_error_range(f->pkt, &begin, &end);
+			f->stats.skipped += end - begin;
+			break;
+		default:
+			/* A packet error goes into the queue so that it is
+			 * reported in stream order. */
+			pts_pkt_error_range(f->pkt, &begin, &end);
+			memset(&p, 0, sizeof(p));
+			p.kind = PKT_ERROR;
+			p.offset = begin;
+			p.u.tsc = (uint64_t)(int64_t)r;
+			queue_push(f, &p);
+			if (r == -PTS_ERR_TRUNCATED)
+				f->pkt_eos = true;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The walk.                                                                 */
+
+/* Hands out instructions [@from, @from + @n) of @b by pointer. */
+static inline void deliver(struct pts_flow *f, const struct pts_block *b,
+			   uint32_t from, uint32_t n)
+{
+	struct pts_flow_rec *r = f->out_n < f->out_max
+					 ? &f->out[f->out_n++]
+					 : pts_flow_emit(f, PTS_FLOW_INSNS);
+	*r = (struct pts_flow_rec){
+		.offset = f->offset,
+		.ip = b->ips[from],
+		.cr3 = b->cr3,
+		.ips = b->ips + from,
+		.sizes = b->sizes + from,
+		.n = n,
+		.kind = PTS_FLOW_INSNS,
+		.mode = b->mode,
+	};
+	f->stats.insns += n;
+}
+
+static void end_of_trace(struct pts_flow *f, uint64_t ip)
+{
+	pts_flow_event(f, PTS_EV_END, ip, f->offset);
+	f->st = ST_DONE;
+}
+
+/* After a packet was consumed: libipt reports the end of the trace as soon
+ * as no TNT bit is pending and no packet is left, before walking on. */
+static bool at_end(struct pts_flow *f)
+{
+	if (f->st == ST_ENABLED && !f->tnt_count && !f->qlen && f->pkt_eos) {
+		end_of_trace(f, f->ip);
+		return true;
+	}
+	return false;
+}
+
+static void push_ret(struct pts_flow *f, uint64_t ip)
+{
+	f->rs_top = (f->rs_top + 1) % RETSTACK_SIZE;
+	f->retstack[f->rs_top] = ip;
+	if (f->rs_len < RETSTACK_SIZE)
+		f->rs_len++; /* else the oldest entry is overwritten */
+}
+
+static void load_tnt(struct pts_flow *f)
+{
+	const struct pts_packet *p = pts_flow_pop(f);
+	f->tnt_bits = p->u.tnt.bits;
+	f->tnt_count = p->u.tnt.count;
+}
+
+/* The return addresses of the calls @b follows, in order. */
+static void push_calls(struct pts_flow *f, const struct pts_block *b)
+{
+	for (unsigned k = 0; k < b->nsegs; k++) {
+		uint32_t e = b->segs[k] & PTS_SEG_INDEX;
+		if (b->segs[k] & PTS_SEG_PUSH)
+			push_ret(f, b->ips[e] + b->sizes[e]);
+	}
+}
+
+static int take_tnt(struct pts_flow *f)
+{
+	f->tnt_count--;
+	return (int)((f->tnt_bits >> f->tnt_count) & 1);
+}
+
+/* A TIP.PGD binds to the branch at @ip: tracing stops there. @target is
+ * where the branch goes when it is known from the code. */
+static void disable_at(struct pts_flow *f, uint64_t ip)
+{
+	const struct pts_packet *p = pts_flow_pop(f);
+	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_DISABLED, 0,
+						p->offset);
+	if (p->ipc == PTS_IPC_SUPPRESSED) {
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		f->disabled_at = ip;
+	} else {
+		r->ip = p->u.ip.ip;
+		f->disabled_at = p->u.ip.ip;
+	}
+	f->have_disabled_at = true;
+	f->st = ST_DISABLED;
+	f->tnt_count = 0;
+}
+
+/* Reports what is missing at the branch at @ip: the end of the trace, or
+ * a mismatch with the packet at the head. */
+static void missing(struct pts_flow *f, uint64_t ip)
+{
+	if (!f->qlen && f->pkt_eos)
+		end_of_trace(f, ip);
+	else
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, ip);
+}
+
+/* Conditional branch: returns 0/1, or -1 when the walk stopped. */
+static int need_tnt(struct pts_flow *f, uint64_t ip)
+{
+	if (!f->tnt_count) {
+		const struct pts_packet *h = pts_flow_peek(f, 0);
+		if (h && (h->kind == PTS_PKT_TNT8 || h->kind == PTS_PKT_TNT64) &&
+		    h->u.tnt.count) {
+			load_tnt(f);
+		} else if (h && h->kind == PTS_PKT_TIP_PGD) {
+			disable_at(f, ip);
+			return -1;
+		} else {
+			missing(f, ip);
+			return -1;
+		}
+	}
+	return take_tnt(f);
+}
+
+/* Packets that precede the TIP of a far branch or an async event: PIP,
+ * VMCS, MODE.Exec. They bind to the transfer at @ip. */
+static void transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
+{
+	for (;;) {
+		const struct pts_packet *h = pts_flow_peek(f, 0);
+		if (!h)
+			return;
+		if (h->kind == PTS_PKT_PIP) {
+			pts_flow_pop(f);
+			pts_flow_paging(f, h, ip, flags);
+		} else if (h->kind == PTS_PKT_MODE_EXEC) {
+			pts_flow_pop(f);
+			pts_flow_exec_mode(f, h, ip, flags);
+		} else if (h->kind == PTS_PKT_VMCS) {
+			pts_flow_pop(f);
+			struct pts_flow_rec *r = pts_flow_event(
+				f, PTS_EV_VMCS, ip, h->offset);
+			r->arg = h->u.vmcs_base;
+			r->flags = flags;
+		} else {
+			return;
+		}
+	}
+}
+
+/* Indirect branch, far transfer or uncompressed return at @ip: the next
+ * TIP gives the target (deferred behind pending TNT bits or not). Returns
+ * true when the walk goes on at f->ip. */
+static bool need_tip(struct pts_flow *f, uint64_t ip)
+{
+	if (!f->tnt_count)
+		transfer_status(f, ip, 0);
+	const struct pts_packet *h = pts_flow_peek(f, 0);
+	if (h && h->kind == PTS_PKT_TIP && h->ipc != PTS_IPC_SUPPRESSED) {
+		pts_flow_pop(f);
+		f->ip = h->u.ip.ip;
+		return true;
+	}
+	if (h && h->kind == PTS_PKT_TIP_PGD && !f->tnt_count) {
+		disable_at(f, ip);
+		return false;
+	}
+	missing(f, ip);
+	return false;
+}
+
+/* A direct branch may be where a filter range is left: TIP.PGD with the
+ * branch target binds to it. */
+static bool direct_disable(struct pts_flow *f, uint64_t ip, uint64_t target)
+{
+	const struct pts_packet *h;
+	if (f->tnt_count || !(h = pts_flow_peek(f, 0)) ||
+	    h->kind != PTS_PKT_TIP_PGD || h->ipc == PTS_IPC_SUPPRESSED ||
+	    h->u.ip.ip != target)
+		return false;
+	disable_at(f, ip);
+	return true;
+}
+
+static bool is_mov_cr3(struct pts_flow *f, uint64_t ip)
+{
+	uint8_t b[15];
+	int n = pts_image_fetch(f->img, f->cr3, ip, b, sizeof(b));
+	int i = 0;
+	while (i < n && ((b[i] & 0xf0) == 0x40 || b[i] == 0x66 || b[i] == 0x67))
+		i++;
+	return i + 2 < n && b[i] == 0x0f && b[i + 1] == 0x22 &&
+	       ((b[i + 2] >> 3) & 7) == 3;
+}
+
+/* Instructions that do not branch but bind packets: MOV CR3 (PIP, or
+ * TIP.PGD under a CR3 filter), VMPTRLD (VMCS), PTWRITE (PTW). */
+static void nonbranch(struct pts_flow *f, const struct pts_block *b,
+		      uint64_t ip)
+{
+	const struct pts_packet *h = f->tnt_count ? NULL : pts_flow_peek(f, 0);
+	if (!h)
+		return;
+	if (b->last_class == PTS_INSN_PTWRITE && h->kind == PTS_PKT_PTW) {
+		pts_flow_pop(f);
+		struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_PTWRITE, ip,
+							h->offset);
+		r->arg = h->u.ptw.payload;
+		r->arg2 = h->u.ptw.plc;
+		const struct pts_packet *fup = pts_flow_peek(f, 0);
+		if (h->u.ptw.ip && fup && fup->kind == PTS_PKT_FUP)
+			pts_flow_pop(f);
+		return;
+	}
+	if (b->last_class != PTS_INSN_OTHER)
+		return;
+	if (h->kind == PTS_PKT_PIP && is_mov_cr3(f, ip)) {
+		pts_flow_pop(f);
+		pts_flow_paging(f, h, ip, 0);
+	} else if (h->kind == PTS_PKT_VMCS) {
+		pts_flow_pop(f);
+		struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_VMCS, ip,
+							h->offset);
+		r->arg = h->u.vmcs_base;
+	} else if (h->kind == PTS_PKT_TIP_PGD &&
+		   h->ipc == PTS_IPC_SUPPRESSED && is_mov_cr3(f, ip)) {
+		disable_at(f, ip);
+	}
+}
+
+/* Resolves the last instruction of @b (already delivered). */
+static void resolve(struct pts_flow *f, const struct pts_block *b)
+{
+	uint64_t ip = b->ips[b->n - 1];
+	uint64_t next = ip + b->sizes[b->n - 1];
+	int bit;
+	switch (b->last_class) {
+	case PTS_INSN_JCC:
+		bit = need_tnt(f, ip);
+		if (bit >= 0)
+			f->ip = bit ? b->target : next;
+		return;
+	case PTS_INSN_CALL:
+		if (!(b->last_flags & PTS_INSN_F_CALL0))
+			push_ret(f, next);
+		/* fall through */
+	case PTS_INSN_JMP:
+		if (!direct_disable(f, ip, b->target))
+			f->ip = b->target;
+		return;
+	case PTS_INSN_RET:
+		if (!f->tnt_count) {
+			const struct pts_packet *h = pts_flow_peek(f, 0);
+			if (h && (h->kind == PTS_PKT_TNT8 ||
+				  h->kind == PTS_PKT_TNT64) && h->u.tnt.count)
+				load_tnt(f);
+		}
+		if (f->tnt_count) {
+			/* Compressed: a taken bit, the target from the stack. */
+			if (!take_tnt(f)) {
+				pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, ip);
+				return;
+			}
+			if (!f->rs_len) {
+				pts_flow_error(f, -PTS_ERR_RETSTACK_EMPTY, ip);
+				return;
+			}
+			f->ip = f->retstack[f->rs_top];
+			f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
+			f->rs_len--;
+			if (f->mode == PTS_EXEC_32)
+				f->ip &= 0xffffffff;
+			return;
+		}
+		need_tip(f, ip);
+		return;
+	case PTS_INSN_CALL_IND:
+		push_ret(f, next);
+		/* fall through */
+	case PTS_INSN_JMP_IND:
+	case PTS_INSN_FAR:
+		need_tip(f, ip);
+		return;
+	default:
+		f->ip = next;
+		nonbranch(f, b, ip);
+		return;
+	}
+}
+
+/* The IP an event at the head waits for (async FUP, TSX, EXSTOP), when the
+ * head is such an event and no TNT bit is pending. */
+static bool stop_ip(const struct pts_flow *f, const struct pts_packet *h,
+		    uint64_t *ip)
+{
+	const struct pts_packet *n;
+	switch (h->kind) {
+	case PTS_PKT_FUP:
+		n = h;
+		break;
+	case PTS_PKT_MODE_TSX:
+		n = pts_flow_peek(f, 1);
+		break;
+	default:
+		return false;
+	}
+	if (!n || n->kind != PTS_PKT_FUP || n->ipc == PTS_IPC_SUPPRESSED)
+		return false;
+	*ip = n->u.ip.ip;
+	return true;
+}
+
+/* The event at the head binds here (f->ip): MODE.TSX and/or FUP, then an
+ * optional TIP (async branch) or TIP.PGD (async disable). */
+static void async_event(struct pts_flow *f)
+{
+	const struct pts_packet *h = pts_flow_pop(f);
+	uint64_t at = f->ip;
+	bool tsx = h->kind == PTS_PKT_MODE_TSX;
+	if (tsx) {
+		struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_TSX, at,
+							h->offset);
+		r->arg = (uint64_t)(h->u.tsx.intx | h->u.tsx.abrt << 1);
+		h = pts_flow_pop(f); /* its FUP */
+	}
+	/* Status packets between FUP and TIP are reported after the
+	 * branch (libipt binds them to the TIP); queue them first. */
+	unsigned i = 0;
+	const struct pts_packet *t;
+	while ((t = pts_flow_peek(f, i)) &&
+	       (t->kind == PTS_PKT_PIP || t->kind == PTS_PKT_MODE_EXEC ||
+		t->kind == PTS_PKT_VMCS))
+		i++;
+	if (!t || (t->kind != PTS_PKT_TIP && t->kind != PTS_PKT_TIP_PGD)) {
+		if (tsx || !i) /* TSX commit/begin: the flow goes on here */
+			return;
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, at);
+		return;
+	}
+	struct pts_flow_rec *r;
+	if (t->kind == PTS_PKT_TIP && t->ipc != PTS_IPC_SUPPRESSED) {
+		r = pts_flow_event(f, PTS_EV_ASYNC_BRANCH, at, t->offset);
+		r->arg = t->u.ip.ip;
+		transfer_status(f, t->u.ip.ip, PTS_EV_F_ASYNC);
+		pts_flow_pop(f);
+		f->ip = t->u.ip.ip;
+		return;
+	}
+	if (t->kind == PTS_PKT_TIP) {
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, at);
+		return;
+	}
+	r = pts_flow_event(f, PTS_EV_ASYNC_DISABLED, at, t->offset);
+	if (t->ipc == PTS_IPC_SUPPRESSED)
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+	else
+		r->arg = t->u.ip.ip;
+	transfer_status(f, at, PTS_EV_F_ASYNC);
+	pts_flow_pop(f);
+	f->disabled_at = at;
+	f->have_disabled_at = true;
+	f->st = ST_DISABLED;
+}
+
+/* The block at f->ip: through the last block's successor links when they
+ * know it (no hashing), else from the cache, linked for the next time. */
+static int next_block(struct pts_flow *f, struct pts_block **out)
+{
+	struct pts_block *p = f->prev, *b;
+	if (p) {
+		struct pts_block *const links[3] = {p->succ[0], p->succ[1],
+						    p->ind};
+		for (int i = 0; i < 3; i++) {
+			b = links[i];
+			if (b && b->ip == f->ip && b->cr3 == f->cr3 &&
+			    b->mode == f->mode) {
+				*out = b;
+				return 0;
+			}
+		}
+	}
+	int err = pts_block_get(f->cache, f->img, f->cls, f->cr3, f->mode,
+				f->ip, &b);
+	if (err < 0)
+		return err;
+	if (err == 1 && pts_block_cache_full(f->cache))
+		f->cache_full = true;
+	if (p) {
+		uint64_t last = p->ips[p->n - 1];
+		if (f->ip == last + p->sizes[p->n - 1])
+			p->succ[0] = b;
+		else if (f->ip == p->target)
+			p->succ[1] = b;
+		else
+			p->ind = b;
+	}
+	*out = b;
+	return 0;
+}
+
+/* Whether the walk may take another block within this step: output room,
+ * enough packets queued, no cache flush due. */
+static bool may_go_on(const struct pts_flow *f)
+{
+	return f->st == ST_ENABLED && f->out && f->out_n < f->out_max &&
+	       (f->qlen >= LOOKAHEAD || f->pkt_eos) && !f->cache_full;
+}
+
+/* Walks @b segment by segment, for when a packet other than TNT and TIP
+ * is at the head: a TIP.PGD may bind to a followed direct branch, an async
+ * event (at @stop, when @have_stop) to any instruction after the first.
+ * Returns true when the walk may go on with the next block. */
+static bool walk_careful(struct pts_flow *f, const struct pts_block *b,
+			 bool have_stop, uint64_t stop)
+{
+	uint32_t s = 0;
+	for (unsigned k = 0;; k++) {
+		bool seg = k < b->nsegs;
+		uint32_t e = seg ? (uint32_t)(b->segs[k] & PTS_SEG_INDEX)
+				 : b->n - 1;
+		for (uint32_t i = s ? s : 1; have_stop && i <= e; i++) {
+			if (b->ips[i] != stop)
+				continue;
+			if (i > s)
+				deliver(f, b, s, i - s);
+			f->ip = stop;
+			async_event(f);
+			at_end(f);
+			return false;
+		}
+		deliver(f, b, s, e - s + 1);
+		if (!seg)
+			break;
+		if (b->segs[k] & PTS_SEG_PUSH)
+			push_ret(f, b->ips[e] + b->sizes[e]);
+		if (direct_disable(f, b->ips[e], b->ips[e + 1]))
+			return false;
+		s = e + 1;
+	}
+	if (++f->idle > f->idle_limit) {
+		pts_flow_error(f, -PTS_ERR_NO_PROGRESS, f->ip);
+		return false;
+	}
+	resolve(f, b);
+	return !at_end(f) && !have_stop;
+}
+
+/* Walks blocks until something other than TNT bits and TIPs is at the
+ * head of the queue, or may_go_on() says stop. While TNT bits are pending
+ * or a TNT/TIP is at the head, a block is one record and nothing is looked
+ * at per instruction. */
+static void step_enabled(struct pts_flow *f)
+{
+	do {
+		const struct pts_packet *h =
+			f->tnt_count ? NULL : pts_flow_peek(f, 0);
+		uint64_t stop = 0;
+		bool have_stop = false, careful = false;
+		if (h && h->kind != PTS_PKT_TNT8 && h->kind != PTS_PKT_TNT64 &&
+		    h->kind != PTS_PKT_TIP) {
+			switch (h->kind) {
+			case PTS_PKT_PSB:
+				pts_flow_enter_psb(f);
+				return;
+			case PTS_PKT_OVF:
+				pts_flow_overflow(f);
+				return;
+			case PKT_ERROR:
+				pts_flow_error(f, (int)(int64_t)h->u.tsc, f->ip);
+				return;
+			case PTS_PKT_TIP_PGE:
+				pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, f->ip);
+				return;
+			default:
+				if (pts_flow_codeless(f))
+					return;
+				have_stop = stop_ip(f, h, &stop);
+				if (have_stop && stop == f->ip) {
+					async_event(f);
+					at_end(f);
+					return;
+				}
+				careful = true;
+			}
+		}
+		struct pts_block *b;
+		int err = next_block(f, &b);
+		if (err < 0) {
+			pts_flow_error(f, err, f->ip);
+			return;
+		}
+		f->prev = b;
+		if (careful) {
+			if (!walk_careful(f, b, have_stop, stop))
+				return;
+			continue;
+		}
+		deliver(f, b, 0, b->n);
+		if (b->npush)
+			push_calls(f, b);
+		if (++f->idle > f->idle_limit) {
+			pts_flow_error(f, -PTS_ERR_NO_PROGRESS, f->ip);
+			return;
+		}
+		resolve(f, b);
+		if (at_end(f))
+			return;
+	} while (may_go_on(f));
+}
+
+/* One step of the state machine. */
+static void step(struct pts_flow *f)
+{
+	switch (f->st) {
+	case ST_NOSYNC:
+		pts_flow_step_nosync(f);
+		return;
+	case ST_PSB:
+		pts_flow_step_psb(f);
+		return;
+	case ST_DISABLED:
+		pts_flow_step_disabled(f);
+		return;
+	case ST_ENABLED:
+		step_enabled(f);
+		return;
+	case ST_DONE:
+		return;
+	}
+}
+
+int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
+		  struct pts_flow_rec *recs, int max)
+{
+	if (!flow || !recs || max < 1)
+		return -PTS_ERR_INVALID;
+	struct pts_flow *f = flow;
+	/* Safe point: nothing handed out refers to the cache any more. */
+	if (!f->pend_len) {
+		uint64_t gen = pts_image_generation(f->img);
+		if (gen != f->img_gen || f->cache_full) {
+			pts_block_cache_flush(f->cache);
+			f->stats.cache_flushes++;
+			f->img_gen = gen;
+			f->prev = NULL;
+			f->cache_full = false;
+		}
+	}
+	int n = 0;
+	while (f->pend_len && n < max) {
+		recs[n++] = f->pend[f->pend_head];
+		f->pend_head = (f->pend_head + 1) % PEND_CAP;
+		f->pend_len--;
+	}
+	f->out = recs;
+	f->out_n = n;
+	f->out_max = max;
+	while (f->out_n < f->out_max) {
+		if (f->st == ST_DONE) {
+			if (f->pkt_eos && !f->qlen)
+				break;
+			/* More trace after the end (pts_flow_end not yet
+			 * called, or packets after an error): go on. */
+			f->st = ST_NOSYNC;
+		}
+		if (!f->pkt_eos && f->qlen < LOOKAHEAD) {
+			int again = in ? refill(f, in) : -PTS_ERR_AGAIN;
+			if (again < 0 && f->qlen < LOOKAHEAD && !f->pkt_eos)
+				break;
+		}
+		if (f->cache_full && f->out_n)
+			break; /* flush first, at the next call */
+		step(f);
+	}
+	n = f->out_n;
+	f->out = NULL;
+	if (n)
+		return n;
+	if (f->st == ST_DONE && f->pkt_eos && !f->qlen && !f->pend_len)
+		return -PTS_ERR_EOS;
+	return -PTS_ERR_AGAIN;
+}

@@ -1,0 +1,126 @@
+/* The flow walker's state, shared by flow.c (walking) and flow_sync.c
+ * (packet queue, PSB+, OVF, events that need no code). Not installed. */
+#ifndef PTS_DECODER_FLOW_INTERNAL_H
+#define PTS_DECODER_FLOW_INTERNAL_H
+
+#include "internal.h"
+
+/* Packets kept ahead of the walker (timing packets are not kept). A step
+ * runs only with LOOKAHEAD packets queued or the trace ended, so that a
+ * step never waits for input halfway. The queue is a linear array,
+ * compacted and topped up in batches (pts_pkt_next_batch) when it runs
+ * low. */
+#define QUEUE_CAP 512
+#define LOOKAHEAD 48
+/* Records a step may emit at most; output is buffered in between. */
+#define PEND_CAP 64
+#define STEP_RECS 16
+#define RETSTACK_SIZE 64
+/* Default for pts_flow_config.idle_limit. */
+#define IDLE_LIMIT (1u << 22)
+
+/* A decode error of the packet layer, queued in stream order. */
+#define PKT_ERROR PTS_PKT_KIND_COUNT
+
+enum flow_state {
+	ST_NOSYNC,   /* looking for a PSB */
+	ST_PSB,      /* inside PSB+ */
+	ST_DISABLED, /* in sync, PacketEn = 0 */
+	ST_ENABLED,  /* walking code */
+	ST_DONE      /* the trace ended */
+};
+
+struct pts_flow {
+	const struct pts_image *img;
+	uint64_t img_gen;
+	struct pts_insn_classifier *cls;
+	struct pts_block_cache *cache;
+	struct pts_pkt_decoder *pkt;
+	struct pts_errata errata;
+
+	/* Packet queue: q[qhead .. qhead + qlen). */
+	struct pts_packet q[QUEUE_CAP];
+	unsigned qhead, qlen;
+	bool ended;    /* pts_flow_end() called */
+	bool pkt_eos;  /* the packet decoder has nothing more */
+
+	/* Walker state. */
+	enum flow_state st;
+	uint64_t ip, cr3;
+	uint8_t mode;
+	uint8_t nr;
+	uint64_t tnt_bits; /* pending TNT results, oldest at bit tnt_count-1 */
+	unsigned tnt_count;
+	uint64_t offset;   /* offset of the last packet consumed */
+	uint64_t disabled_at; /* IP where tracing stopped, for "resumed" */
+	bool have_disabled_at;
+	uint64_t retstack[RETSTACK_SIZE];
+	unsigned rs_top, rs_len;
+	uint64_t idle;     /* blocks since the last packet was consumed */
+	uint32_t idle_limit;
+
+	/* PSB+ being read. */
+	bool psb_was_enabled, psb_have_fup;
+	uint64_t psb_ip;
+
+	/* Output: straight into the caller's array during pts_flow_next(),
+	 * what does not fit waits in @pend. */
+	struct pts_flow_rec *out;
+	int out_n, out_max;
+	struct pts_flow_rec pend[PEND_CAP];
+	unsigned pend_head, pend_len;
+	/* The block walked last: its successor links save hash lookups.
+	 * NULL after a cache flush. */
+	struct pts_block *prev;
+	bool cache_full;
+
+	struct pts_flow_stats stats;
+};
+
+/* Queue access: the @i-th packet ahead (NULL when not there). */
+static inline const struct pts_packet *pts_flow_peek(const struct pts_flow *f,
+						     unsigned i)
+{
+	return i < f->qlen ? &f->q[f->qhead + i] : NULL;
+}
+
+/* Consumes the head packet; returns it (valid until the next refill). */
+static inline const struct pts_packet *pts_flow_pop(struct pts_flow *f)
+{
+	if (!f->qlen)
+		return NULL;
+	const struct pts_packet *p = &f->q[f->qhead++];
+	f->qlen--;
+	f->offset = p->offset;
+	f->idle = 0;
+	return p;
+}
+
+/* Appends a record to the pending output. */
+struct pts_flow_rec *pts_flow_emit(struct pts_flow *f, int kind);
+/* Emits an event record of @type at @ip. */
+struct pts_flow_rec *pts_flow_event(struct pts_flow *f, int type, uint64_t ip,
+				    uint64_t offset);
+/* Emits an error at @ip (offset: the head packet's, else the last one) and
+ * drops to ST_NOSYNC: decoding resumes at the next PSB. */
+void pts_flow_error(struct pts_flow *f, int err, uint64_t ip);
+
+/* One step in the states that do not walk code. */
+void pts_flow_step_nosync(struct pts_flow *f);
+void pts_flow_step_psb(struct pts_flow *f);
+void pts_flow_step_disabled(struct pts_flow *f);
+/* Handles the OVF at the head of the queue. */
+void pts_flow_overflow(struct pts_flow *f);
+/* Handles a packet that needs no code (power, stop, CFE/EVD, BEP, ...) at
+ * the head. Returns true when it did. */
+bool pts_flow_codeless(struct pts_flow *f);
+/* Enters PSB+ at the PSB at the head. */
+void pts_flow_enter_psb(struct pts_flow *f);
+/* Applies a MODE.Exec packet: the mode, and an event. */
+void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
+			uint64_t ip, uint8_t flags);
+/* Applies a PIP packet: the address space, and an event. */
+void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
+		     uint64_t ip, uint8_t flags);
+
+#endif

@@ -1,0 +1,340 @@
+/* The flow walker outside code: the packet queue, records, sync (PSB+),
+ * overflow, the disabled state and the events that bind to no instruction. */
+#include "flow_internal.h"
+
+#include <string.h>
+
+struct pts_flow_rec *pts_flow_emit(struct pts_flow *f, int kind)
+{
+	struct pts_flow_rec *r;
+	if (f->out && f->out_n < f->out_max) {
+		r = &f->out[f->out_n++];
+	} else {
+		/* Steps run only with STEP_RECS free, so this always fits. */
+		r = &f->pend[(f->pend_head + f->pend_len) % PEND_CAP];
+		f->pend_len++;
+	}
+	memset(r, 0, sizeof(*r));
+	r->kind = (uint8_t)kind;
+	r->mode = f->mode;
+	r->cr3 = f->cr3;
+	r->offset = f->offset;
+	return r;
+}
+
+struct pts_flow_rec *pts_flow_event(struct pts_flow *f, int type, uint64_t ip,
+				    uint64_t offset)
+{
+	struct pts_flow_rec *r = pts_flow_emit(f, PTS_FLOW_EVENT);
+	r->type = (uint8_t)type;
+	r->ip = ip;
+	r->offset = offset;
+	f->stats.events++;
+	return r;
+}
+
+void pts_flow_error(struct pts_flow *f, int err, uint64_t ip)
+{
+	struct pts_flow_rec *r = pts_flow_emit(f, PTS_FLOW_ERROR);
+	const struct pts_packet *head = pts_flow_peek(f, 0);
+	r->offset = head ? head->offset : f->offset;
+	r->ip = ip;
+	r->error = (int16_t)err;
+	f->stats.errors++;
+	f->st = ST_NOSYNC;
+	f->tnt_count = 0;
+	f->rs_len = 0;
+}
+
+void pts_flow_step_nosync(struct pts_flow *f)
+{
+	const struct pts_packet *p = pts_flow_peek(f, 0);
+	if (!p) {
+		f->st = ST_DONE;
+		return;
+	}
+	if (p->kind == PTS_PKT_PSB) {
+		pts_flow_enter_psb(f);
+		return;
+	}
+	pts_flow_pop(f);
+}
+
+void pts_flow_enter_psb(struct pts_flow *f)
+{
+	pts_flow_pop(f);
+	f->psb_was_enabled = f->st == ST_ENABLED;
+	f->psb_have_fup = false;
+	f->st = ST_PSB;
+	/* A PSB+ comes when no TNT is pending (it flushes them). */
+	f->tnt_count = 0;
+}
+
+void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
+			uint64_t ip, uint8_t flags)
+{
+	uint8_t l = p->u.exec.csl, d = p->u.exec.csd;
+	f->mode = l ? PTS_EXEC_64 : d ? PTS_EXEC_32 : PTS_EXEC_16;
+	if (l && d)
+		f->mode = PTS_EXEC_UNKNOWN; /* reserved combination */
+	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_EXEC_MODE, ip,
+						p->offset);
+	r->arg = f->mode;
+	r->mode = f->mode;
+	r->flags = flags;
+}
+
+void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
+		     uint64_t ip, uint8_t flags)
+{
+	f->cr3 = p->u.pip.cr3;
+	f->nr = p->u.pip.nr;
+	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_PAGING, ip, p->offset);
+	r->arg = p->u.pip.cr3;
+	r->arg2 = p->u.pip.nr;
+	r->cr3 = f->cr3;
+	r->flags = flags;
+}
+
+/* Ends PSB+: the FUP in it (if any) says where the flow is. */
+static void psb_end(struct pts_flow *f)
+{
+	if (f->psb_have_fup) {
+		if (!f->psb_was_enabled) {
+			/* Sync point: the flow starts here. */
+			f->ip = f->psb_ip;
+			struct pts_flow_rec *r = pts_flow_event(
+				f, PTS_EV_ENABLED, f->ip, f->offset);
+			r->flags = PTS_EV_F_STATUS;
+		}
+		/* Already walking: the FUP is where the walker will get
+		 * without packets; the walk goes on from where it is. */
+		f->st = ST_ENABLED;
+	} else {
+		if (f->psb_was_enabled) {
+			struct pts_flow_rec *r = pts_flow_event(
+				f, PTS_EV_DISABLED, 0, f->offset);
+			r->flags = PTS_EV_F_STATUS | PTS_EV_F_IP_SUPPRESSED;
+		}
+		f->st = ST_DISABLED;
+	}
+}
+
+void pts_flow_step_psb(struct pts_flow *f)
+{
+	const struct pts_packet *p = pts_flow_peek(f, 0);
+	if (!p) {
+		psb_end(f);
+		return;
+	}
+	struct pts_flow_rec *r;
+	switch (p->kind) {
+	case PTS_PKT_FUP:
+		if (p->ipc != PTS_IPC_SUPPRESSED) {
+			f->psb_have_fup = true;
+			f->psb_ip = p->u.ip.ip;
+		}
+		break;
+	case PTS_PKT_MODE_EXEC:
+		pts_flow_exec_mode(f, p, 0, PTS_EV_F_STATUS);
+		break;
+	case PTS_PKT_PIP:
+		pts_flow_paging(f, p, 0, PTS_EV_F_STATUS);
+		break;
+	case PTS_PKT_MODE_TSX:
+		r = pts_flow_event(f, PTS_EV_TSX, 0, p->offset);
+		r->arg = (uint64_t)(p->u.tsx.intx | p->u.tsx.abrt << 1);
+		r->flags = PTS_EV_F_STATUS;
+		break;
+	case PTS_PKT_VMCS:
+		r = pts_flow_event(f, PTS_EV_VMCS, 0, p->offset);
+		r->arg = p->u.vmcs_base;
+		r->flags = PTS_EV_F_STATUS;
+		break;
+	case PTS_PKT_PSBEND:
+		pts_flow_pop(f);
+		psb_end(f);
+		return;
+	case PTS_PKT_OVF:
+		/* OVF ends PSB+; the overflow decides where we are. */
+		f->st = ST_DISABLED;
+		pts_flow_overflow(f);
+		return;
+	case PTS_PKT_PSB:
+		break; /* a PSB+ may repeat its PSB (unusual, harmless) */
+	default:
+		if (pts_flow_codeless(f))
+			return;
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+		return;
+	}
+	pts_flow_pop(f);
+}
+
+void pts_flow_overflow(struct pts_flow *f)
+{
+	const struct pts_packet *ovf = pts_flow_pop(f);
+	uint64_t off = ovf->offset;
+	/* No return may be compressed across an overflow; TNT bits and
+	 * binding state from before it are void. */
+	f->rs_len = 0;
+	f->tnt_count = 0;
+	const struct pts_packet *next = pts_flow_peek(f, 0);
+	struct pts_flow_rec *r;
+	if (next && next->kind == PTS_PKT_FUP &&
+	    next->ipc != PTS_IPC_SUPPRESSED) {
+		f->ip = next->u.ip.ip;
+		pts_flow_pop(f);
+		f->st = ST_ENABLED;
+		r = pts_flow_event(f, PTS_EV_OVERFLOW, f->ip, off);
+	} else {
+		f->st = ST_DISABLED;
+		r = pts_flow_event(f, PTS_EV_OVERFLOW, 0, off);
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+	}
+}
+
+/* The IP of the FUP right after the head (for packets that bind to it). */
+static bool fup_after_head(const struct pts_flow *f, uint64_t *ip)
+{
+	const struct pts_packet *n = pts_flow_peek(f, 1);
+	if (!n || n->kind != PTS_PKT_FUP || n->ipc == PTS_IPC_SUPPRESSED)
+		return false;
+	*ip = n->u.ip.ip;
+	return true;
+}
+
+bool pts_flow_codeless(struct pts_flow *f)
+{
+	const struct pts_packet *p = pts_flow_peek(f, 0);
+	struct pts_flow_rec *r;
+	uint64_t ip = 0;
+	switch (p->kind) {
+	case PTS_PKT_STOP:
+		pts_flow_event(f, PTS_EV_STOP, 0, p->offset)->flags =
+			PTS_EV_F_IP_SUPPRESSED;
+		break;
+	case PTS_PKT_PWRE:
+		r = pts_flow_event(f, PTS_EV_PWRE, 0, p->offset);
+		r->arg = (uint64_t)(p->u.pwre.state | p->u.pwre.sub_state << 8 |
+				    p->u.pwre.hw << 16);
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		break;
+	case PTS_PKT_PWRX:
+		r = pts_flow_event(f, PTS_EV_PWRX, 0, p->offset);
+		r->arg = (uint64_t)(p->u.pwrx.last | p->u.pwrx.deepest << 8 |
+				    p->u.pwrx.interrupt << 16 |
+				    p->u.pwrx.store << 17 |
+				    p->u.pwrx.autonomous << 18);
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		break;
+	case PTS_PKT_MWAIT:
+		r = pts_flow_event(f, PTS_EV_MWAIT, 0, p->offset);
+		r->arg = p->u.mwait.hints;
+		r->arg2 = p->u.mwait.ext;
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		break;
+	case PTS_PKT_EVD:
+		r = pts_flow_event(f, PTS_EV_EVD, 0, p->offset);
+		r->arg = p->u.evd.type;
+		r->arg2 = p->u.evd.payload;
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		break;
+	case PTS_PKT_CFE:
+		/* With its IP bit set a CFE names the IP of the FUP that
+		 * follows; the FUP stays for the async event it belongs to. */
+		r = pts_flow_event(f, PTS_EV_CFE, 0, p->offset);
+		r->arg = (uint64_t)(p->u.cfe.type | p->u.cfe.vector << 8);
+		if (p->u.cfe.ip && fup_after_head(f, &ip))
+			r->ip = ip;
+		else
+			r->flags = PTS_EV_F_IP_SUPPRESSED;
+		break;
+	case PTS_PKT_EXSTOP:
+		r = pts_flow_event(f, PTS_EV_EXSTOP, 0, p->offset);
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		if (p->u.exstop.ip && fup_after_head(f, &ip)) {
+			/* Execution stopped at the FUP's IP and resumes there
+			 * later: the FUP carries no branch. */
+			r->ip = ip;
+			r->flags = 0;
+			pts_flow_pop(f);
+		}
+		break;
+	case PTS_PKT_BEP:
+		/* A PEBS record's IP, not a branch: swallow its FUP. */
+		if (p->u.bep.ip && fup_after_head(f, &ip))
+			pts_flow_pop(f);
+		break;
+	case PTS_PKT_BBP:
+	case PTS_PKT_BIP:
+	case PTS_PKT_PSBEND:
+		break;
+	default:
+		return false;
+	}
+	pts_flow_pop(f);
+	return true;
+}
+
+void pts_flow_step_disabled(struct pts_flow *f)
+{
+	const struct pts_packet *p = pts_flow_peek(f, 0);
+	if (!p) {
+		f->st = ST_DONE;
+		return;
+	}
+	struct pts_flow_rec *r;
+	switch (p->kind) {
+	case PTS_PKT_TIP_PGE:
+		if (p->ipc == PTS_IPC_SUPPRESSED) {
+			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+			return;
+		}
+		pts_flow_pop(f);
+		f->ip = p->u.ip.ip;
+		f->st = ST_ENABLED;
+		r = pts_flow_event(f, PTS_EV_ENABLED, f->ip, p->offset);
+		if (f->have_disabled_at && f->disabled_at == f->ip)
+			r->flags = PTS_EV_F_RESUMED;
+		f->have_disabled_at = false;
+		return;
+	case PTS_PKT_MODE_EXEC:
+		pts_flow_pop(f);
+		pts_flow_exec_mode(f, p, 0, PTS_EV_F_IP_SUPPRESSED);
+		return;
+	case PTS_PKT_PIP:
+		pts_flow_pop(f);
+		pts_flow_paging(f, p, 0, PTS_EV_F_IP_SUPPRESSED);
+		return;
+	case PTS_PKT_VMCS:
+		pts_flow_pop(f);
+		r = pts_flow_event(f, PTS_EV_VMCS, 0, p->offset);
+		r->arg = p->u.vmcs_base;
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		return;
+	case PTS_PKT_MODE_TSX:
+		pts_flow_pop(f);
+		r = pts_flow_event(f, PTS_EV_TSX, 0, p->offset);
+		r->arg = (uint64_t)(p->u.tsx.intx | p->u.tsx.abrt << 1);
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		return;
+	case PTS_PKT_PSB:
+		pts_flow_enter_psb(f);
+		return;
+	case PTS_PKT_OVF:
+		pts_flow_overflow(f);
+		return;
+	case PTS_PKT_PTW:
+		pts_flow_pop(f);
+		r = pts_flow_event(f, PTS_EV_PTWRITE, 0, p->offset);
+		r->arg = p->u.ptw.payload;
+		r->arg2 = p->u.ptw.plc;
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		return;
+	default:
+		if (pts_flow_codeless(f))
+			return;
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+	}
+}

@@ -1,0 +1,241 @@
+/* Images from ELF files (program headers, function symbols) and the
+ * command-line image specs. */
+#include "internal.h"
+
+#include <gelf.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* Loads the function symbols of one symbol table section. */
+static int load_symtab(struct pts_image *img, uint64_t cr3, Elf *elf,
+		       Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	if (!data || !sh->sh_entsize)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym))
+			break;
+		int type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		const char *name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		int err = pts_image_add_symbol(img, cr3, name,
+					       sym.st_value + bias, sym.st_size);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Function symbols: .symtab when there is one (it is a superset), else
+ * .dynsym (stripped libraries). */
+static int load_symbols(struct pts_image *img, uint64_t cr3, Elf *elf,
+			uint64_t bias)
+{
+	Elf_Scn *dynsym = NULL, *symtab = NULL;
+	GElf_Shdr dsh, ssh;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn;
+	     scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB) {
+			symtab = scn;
+			ssh = sh;
+		} else if (sh.sh_type == SHT_DYNSYM) {
+			dynsym = scn;
+			dsh = sh;
+		}
+	}
+	int err = 0;
+	if (symtab)
+		err = load_symtab(img, cr3, elf, symtab, &ssh, bias);
+	else if (dynsym)
+		err = load_symtab(img, cr3, elf, dynsym, &dsh, bias);
+	pts_image_sort_symbols(img, cr3);
+	return err;
+}
+
+/* Maps the PT_LOAD segments; returns how many. */
+static int map_segments(struct pts_image *img, uint64_t cr3, Elf *elf,
+			const uint8_t *file, size_t len, uint64_t bias)
+{
+	size_t nph;
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return -PTS_ERR_BAD_FORMAT;
+	int mapped = 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !ph.p_filesz)
+			continue;
+		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
+			return -PTS_ERR_BAD_FORMAT;
+		int err = pts_image_map(img, cr3, file + ph.p_offset,
+					ph.p_filesz, ph.p_vaddr + bias);
+		if (err)
+			return err;
+		mapped++;
+	}
+	return mapped ? mapped : -PTS_ERR_BAD_FORMAT;
+}
+
+/* The load bias that puts the lowest PT_LOAD address at @base. */
+static int compute_bias(Elf *elf, uint64_t base, uint64_t *bias)
+{
+	*bias = 0;
+	if (!base)
+		return 0;
+	size_t nph;
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return -PTS_ERR_BAD_FORMAT;
+	uint64_t low = UINT64_MAX;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_vaddr < low)
+			low = ph.p_vaddr;
+	}
+	if (low == UINT64_MAX)
+		return -PTS_ERR_BAD_FORMAT;
+	*bias = base - low;
+	return 0;
+}
+
+int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
+		      uint64_t base)
+{
+	if (!img || !path)
+		return -PTS_ERR_INVALID;
+	void *p;
+	size_t len;
+	int err = pts_file_map(path, &p, &len);
+	if (err)
+		return err == -PTS_ERR_INVALID ? -PTS_ERR_BAD_FORMAT : err;
+	if (len < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG) != 0) {
+		munmap(p, len);
+		return -PTS_ERR_BAD_FORMAT;
+	}
+	/* From here the image set owns the mapping, whatever happens. */
+	err = pts_image_keep_mmap(img, p, len);
+	if (err)
+		return err;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_memory(p, len);
+	if (!elf)
+		return -PTS_ERR_BAD_FORMAT;
+	uint64_t bias;
+	int mapped = compute_bias(elf, base, &bias);
+	if (mapped == 0)
+		mapped = map_segments(img, cr3, elf, p, len, bias);
+	if (mapped > 0) {
+		err = load_symbols(img, cr3, elf, bias);
+		if (err)
+			mapped = err;
+	}
+	elf_end(elf);
+	return mapped;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Specs.                                                                    */
+
+bool pts_parse_u64(const char *s, const char *end, uint64_t *value)
+{
+	if (s >= end)
+		return false;
+	unsigned base = 10;
+	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	uint64_t v = 0;
+	for (; s < end; s++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (base == 16 && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return false;
+		if (v > (UINT64_MAX - d) / base)
+			return false;
+		v = v * base + d;
+	}
+	*value = v;
+	return true;
+}
+
+/* Copies [@s, @end) into a fresh string. */
+static char *dup_range(const char *s, const char *end)
+{
+	char *out = malloc((size_t)(end - s) + 1);
+	if (out) {
+		memcpy(out, s, (size_t)(end - s));
+		out[end - s] = 0;
+	}
+	return out;
+}
+
+int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
+			   const char *spec)
+{
+	if (!img || !spec || !*spec)
+		return -PTS_ERR_INVALID;
+	const char *colon = strrchr(spec, ':');
+	uint64_t base = 0;
+	if (!colon || !pts_parse_u64(colon + 1, spec + strlen(spec), &base))
+		return pts_image_add_elf(img, cr3, spec, 0);
+	char *path = dup_range(spec, colon);
+	if (!path)
+		return -PTS_ERR_NOMEM;
+	int err = pts_image_add_elf(img, cr3, path, base);
+	free(path);
+	return err;
+}
+
+int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
+			   const char *spec)
+{
+	if (!img || !spec)
+		return -PTS_ERR_INVALID;
+	const char *end = spec + strlen(spec);
+	const char *colon = strrchr(spec, ':');
+	uint64_t addr, from = 0, to = 0;
+	if (!colon || colon == spec || !pts_parse_u64(colon + 1, end, &addr))
+		return -PTS_ERR_INVALID;
+	const char *file_end = colon;
+	/* An optional FROM[-TO] between two colons. */
+	const char *prev = colon - 1;
+	while (prev > spec && *prev != ':')
+		prev--;
+	if (*prev == ':' && prev > spec) {
+		const char *dash = memchr(prev + 1, '-', (size_t)(colon - prev - 1));
+		bool ok = dash ? pts_parse_u64(prev + 1, dash, &from) &&
+					 pts_parse_u64(dash + 1, colon, &to)
+			       : pts_parse_u64(prev + 1, colon, &from);
+		if (ok) {
+			if (dash && to <= from)
+				return -PTS_ERR_INVALID;
+			file_end = prev;
+		} else {
+			from = to = 0;
+		}
+	}
+	char *path = dup_range(spec, file_end);
+	if (!path)
+		return -PTS_ERR_NOMEM;
+	int err = pts_image_add_raw(img, cr3, path, from, to, addr);
+	free(path);
+	return err;
+}

@@ -1,0 +1,112 @@
+/* decoder/ internals shared between its .c files (not installed). */
+#ifndef PTS_DECODER_INTERNAL_H
+#define PTS_DECODER_INTERNAL_H
+
+#include <ptscope/decoder.h>
+
+#include <stdbool.h>
+
+/* One contiguous run of code bytes. */
+struct pts_mapping {
+	uint64_t begin, end; /* [begin, end) */
+	const uint8_t *data; /* bytes of begin */
+};
+
+/* One address space: mappings sorted by address, never overlapping;
+ * function symbols sorted by address, one per address. */
+struct pts_space {
+	uint64_t cr3;
+	struct pts_mapping *maps;
+	size_t nmaps, capmaps;
+	struct pts_symbol *syms;
+	size_t nsyms, capsyms;
+};
+
+/* The mapping of @space that holds @addr, or NULL. */
+const struct pts_mapping *pts_space_lookup(const struct pts_space *space,
+					   uint64_t addr);
+
+/* The space keyed @cr3, or NULL when there is none. */
+const struct pts_space *pts_image_space(const struct pts_image *img,
+					uint64_t cr3);
+
+/* Adds symbol @name at @addr to space @cr3 (the name is copied).
+ * Call pts_image_sort_symbols() when a batch is complete. */
+int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
+			 const char *name, uint64_t addr, uint64_t size);
+/* Sorts and deduplicates the symbols of space @cr3. */
+void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3);
+
+/* Maps @size bytes of a buffer the image set already owns at @addr. */
+int pts_image_map(struct pts_image *img, uint64_t cr3, const uint8_t *data,
+		  uint64_t size, uint64_t addr);
+
+/* Hands a file mapping (munmap'd at free) to the image set. */
+int pts_image_keep_mmap(struct pts_image *img, void *ptr, size_t len);
+
+/* Maps the whole file @path privately; sets *@ptr and *@len. */
+int pts_file_map(const char *path, void **ptr, size_t *len);
+
+/* Parses a C-syntax unsigned number filling exactly [@s, @end). */
+bool pts_parse_u64(const char *s, const char *end, uint64_t *value);
+
+
+/* ------------------------------------------------------------------------ */
+/* Block cache (block.c).                                                    */
+
+/* Most instructions one block holds; longer straight runs are split. */
+#define PTS_BLOCK_MAX_INSNS 256
+/* Most direct jumps and calls one block follows: bounds the records a
+ * careful walk (segment by segment) emits for one block. */
+#define PTS_BLOCK_MAX_SEGS 8
+/* pts_block.segs[]: the index of a followed direct branch, and whether it
+ * is a CALL that pushes its return address. */
+#define PTS_SEG_PUSH 0x8000u
+#define PTS_SEG_INDEX 0x7fffu
+
+/* A run of classified instructions that needs no trace: it follows direct
+ * jumps and calls (the segments) and ends at the first instruction that
+ * consults the trace or binds packets (anything but PLAIN, JMP and CALL),
+ * at a cap, or before code that does not decode. The walker hands out
+ * ips/sizes by pointer, one record per block. */
+struct pts_block {
+	struct pts_block *hnext;   /* hash chain */
+	struct pts_block *succ[2]; /* [0] fall-through / not taken,
+				      [1] taken direct target */
+	struct pts_block *ind;     /* last indirect / return target */
+	uint64_t ip, cr3;
+	uint64_t target;           /* last instruction's direct target */
+	uint64_t *ips;
+	uint8_t *sizes;
+	uint16_t *segs;            /* @nsegs followed branches, in order */
+	uint32_t n;                /* >= 1 */
+	uint8_t nsegs;
+	uint8_t npush;             /* segments that push */
+	uint8_t mode;
+	uint8_t last_class;        /* enum pts_iclass of ips[n - 1] */
+	uint8_t last_flags;        /* PTS_INSN_F_* of ips[n - 1] */
+};
+
+struct pts_block_cache;
+
+/* A cache bounded to about @bytes (0: 64 MiB). NULL on no memory. */
+struct pts_block_cache *pts_block_cache_new(size_t bytes);
+void pts_block_cache_free(struct pts_block_cache *cache);
+/* Drops every block (pointers into the cache become invalid). */
+void pts_block_cache_flush(struct pts_block_cache *cache);
+/* True when the cache has reached its bound and should be flushed at the
+ * next point where no block is referenced. */
+bool pts_block_cache_full(const struct pts_block_cache *cache);
+/* Number of blocks built with the classifier since creation. */
+uint64_t pts_block_cache_built(const struct pts_block_cache *cache);
+
+/* The block at @ip (space @cr3, @mode): from the cache, else decoded from
+ * @img with @cls and added. Returns 0 (found) or 1 (built) and sets *@blk;
+ * -PTS_ERR_NOMAP or
+ * -PTS_ERR_BAD_INSN when not even the first instruction decodes;
+ * -PTS_ERR_NOMEM. */
+int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
+		  struct pts_insn_classifier *cls, uint64_t cr3, int mode,
+		  uint64_t ip, struct pts_block **blk);
+
+#endif

@@ -1,0 +1,168 @@
+/* The enclave map: parsing `--enclave` specs and looking addresses up.
+ *
+ * An enclave is named by its ELRANGE (the linear range its pages occupy),
+ * production or debug (SECS.ATTRIBUTES.DEBUG, SDM Vol. 3D 43.1.1), the AEP
+ * its threads registered with EENTER/ERESUME (RCX), where an AEX lands
+ * (Vol. 3D 40.4), and optionally EEXIT targets (RBX at EEXIT).
+ */
+#include "windows_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parses one unsigned number in C notation ending at a char of @stops (or
+ * the end). Returns the char after it, or NULL. */
+static const char *parse_u64(const char *s, const char *stops, uint64_t *v)
+{
+	char *end;
+
+	if (*s == '\0' || *s == '-' || *s == '+' || *s == ' ')
+		return NULL;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	if (errno || end == s || (*end && !strchr(stops, *end)))
+		return NULL;
+	return end;
+}
+
+static int parse_option(const char *opt, size_t len, struct pts_enclave *enc)
+{
+	char buf[64];
+	uint64_t v;
+
+	if (len >= sizeof(buf))
+		return -PTS_ERR_INVALID;
+	memcpy(buf, opt, len);
+	buf[len] = '\0';
+	if (strncmp(buf, "name=", 5) == 0) {
+		if (len - 5 >= sizeof(enc->name) || len == 5)
+			return -PTS_ERR_INVALID;
+		memcpy(enc->name, buf + 5, len - 5 + 1);
+		return 0;
+	}
+	if (strncmp(buf, "aep=", 4) == 0) {
+		if (!parse_u64(buf + 4, "", &v))
+			return -PTS_ERR_INVALID;
+		enc->aep = v;
+		enc->has_aep = 1;
+		return 0;
+	}
+	if (strncmp(buf, "eexit=", 6) == 0) {
+		if (!parse_u64(buf + 6, "", &v) ||
+		    enc->n_eexit >= PTS_ENCLAVE_MAX_EEXIT)
+			return -PTS_ERR_INVALID;
+		enc->eexit[enc->n_eexit++] = v;
+		return 0;
+	}
+	return -PTS_ERR_INVALID;
+}
+
+int pts_enclave_parse(const char *text, struct pts_enclave *enc)
+{
+	const char *s, *kind;
+	size_t klen;
+
+	if (!text || !enc)
+		return -PTS_ERR_INVALID;
+	memset(enc, 0, sizeof(*enc));
+	s = parse_u64(text, "-", &enc->begin);
+	if (!s || *s != '-')
+		return -PTS_ERR_INVALID;
+	s = parse_u64(s + 1, ":", &enc->end);
+	if (!s || *s != ':' || enc->end <= enc->begin)
+		return -PTS_ERR_INVALID;
+	kind = s + 1;
+	klen = strcspn(kind, ",");
+	if (klen == 10 && strncmp(kind, "production", klen) == 0)
+		enc->kind = PTS_ENCLAVE_PRODUCTION;
+	else if (klen == 5 && strncmp(kind, "debug", klen) == 0)
+		enc->kind = PTS_ENCLAVE_DEBUG;
+	else
+		return -PTS_ERR_INVALID;
+	s = kind + klen;
+	while (*s == ',') {
+		size_t len = strcspn(s + 1, ",");
+		int err = parse_option(s + 1, len, enc);
+
+		if (err < 0)
+			return err;
+		s += 1 + len;
+	}
+	return 0;
+}
+
+int pts_enclave_find(const struct pts_win_model *m, uint64_t ip,
+		     int production_only)
+{
+	for (size_t i = 0; i < m->n_enclaves; i++) {
+		const struct pts_enclave *e = &m->enclaves[i];
+
+		if (production_only && e->kind != PTS_ENCLAVE_PRODUCTION)
+			continue;
+		if (ip >= e->begin && ip < e->end)
+			return (int)i;
+	}
+	return -1;
+}
+
+int pts_enclave_find_aep(const struct pts_win_model *m, uint64_t ip)
+{
+	for (size_t i = 0; i < m->n_enclaves; i++) {
+		const struct pts_enclave *e = &m->enclaves[i];
+
+		if (e->kind == PTS_ENCLAVE_PRODUCTION && e->has_aep &&
+		    e->aep == ip)
+			return (int)i;
+	}
+	return -1;
+}
+
+int pts_enclave_find_eexit(const struct pts_win_model *m, uint64_t ip)
+{
+	for (size_t i = 0; i < m->n_enclaves; i++) {
+		const struct pts_enclave *e = &m->enclaves[i];
+
+		if (e->kind != PTS_ENCLAVE_PRODUCTION)
+			continue;
+		for (unsigned k = 0; k < e->n_eexit; k++)
+			if (e->eexit[k] == ip)
+				return (int)i;
+	}
+	return -1;
+}
+
+int pts_enclave_has_production(const struct pts_win_model *m)
+{
+	for (size_t i = 0; i < m->n_enclaves; i++)
+		if (m->enclaves[i].kind == PTS_ENCLAVE_PRODUCTION)
+			return 1;
+	return 0;
+}
+
+/* The SDKs (Intel's uRTS, the Linux vDSO) return from an enclave to the
+ * instruction after the ENCLU that entered it: EENTER leaves that address in
+ * RCX and the enclave's EEXIT goes there. Remember the entry sites seen, so
+ * that an ERESUME gap (opened at the AEP) can still be closed by an EEXIT
+ * back to the original call site. */
+void pts_enclave_note_entry(struct pts_win_model *m, uint64_t enclu_ip)
+{
+	uint64_t target = enclu_ip + PTS_ENCLU_SIZE;
+
+	for (unsigned i = 0; i < PTS_WIN_ENTRY_SITES; i++)
+		if (m->entry_sites[i] == target)
+			return;
+	m->entry_sites[m->n_entry_sites++ % PTS_WIN_ENTRY_SITES] = target;
+}
+
+int pts_enclave_is_entry_return(const struct pts_win_model *m, uint64_t ip)
+{
+	unsigned n = m->n_entry_sites < PTS_WIN_ENTRY_SITES
+			     ? m->n_entry_sites
+			     : PTS_WIN_ENTRY_SITES;
+
+	for (unsigned i = 0; i < n; i++)
+		if (m->entry_sites[i] == ip)
+			return 1;
+	return 0;
+}

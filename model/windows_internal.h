@@ -1,0 +1,117 @@
+/* Internals of the windows model (model/enable_*.c, windows_*.c,
+ * enclave_*.c, verify_*.c). Not installed. */
+#ifndef PTS_MODEL_WINDOWS_INTERNAL_H
+#define PTS_MODEL_WINDOWS_INTERNAL_H
+
+#include <ptscope/windows.h>
+
+#include "time_track.h"
+
+#include <stdint.h>
+
+#define PTS_ENCLU_SIZE 3        /* 0F 01 D7 */
+#define PTS_WIN_ENTRY_SITES 16  /* EENTER sites remembered */
+#define PTS_WIN_QUEUE 16        /* records queued between drains */
+
+/* PacketEn as the model knows it. */
+enum pts_win_state { PTS_ST_OFF = 0, PTS_ST_ON = 1 };
+
+/* The window being built (PacketEn = 1). */
+struct pts_win_open {
+	struct pts_win_point begin;
+	uint64_t packets, tnt_bits, tips;
+};
+
+/* The gap being built (PacketEn = 0) and what was seen inside it. */
+struct pts_win_gap {
+	struct pts_win_point begin;
+	uint8_t lost_cause;  /* PTS_GAP_* when opened by lost bytes, else 0xff */
+	uint8_t has_fup;     /* opened by FUP(x) + TIP.PGD */
+	uint8_t has_pgd_ip;  /* the TIP.PGD carried an IP */
+	uint8_t stop;        /* TraceStop seen */
+	uint8_t flow_kind;   /* first flow packet inside (has_flow) */
+	uint8_t has_flow;
+	uint8_t has_pip;     /* PIP next to the disable or inside */
+	uint8_t has_ev;      /* evidence from the flow decoder */
+	uint8_t ev_class;    /* enum pts_ev_insn */
+	uint8_t last_cbr;
+	uint64_t fup_ip, pgd_ip, pip_cr3, flow_offset;
+	uint32_t psbs, ovfs, cbrs;
+};
+
+struct pts_win_model {
+	struct pts_trace_config cfg;
+	const struct pts_enclave *enclaves;
+	size_t n_enclaves;
+	uint8_t has_production; /* the map has a production enclave */
+	struct pts_time time;
+
+	uint8_t state;   /* enum pts_win_state */
+	uint8_t started; /* a packet was seen */
+	uint8_t ended;
+	struct pts_win_open win;
+	struct pts_win_gap gap;
+
+	/* PSB+ being read. */
+	uint8_t in_psb, psb_fup, psb_mode, psb_fup_timed;
+	uint64_t psb_offset, psb_fup_ip, psb_fup_offset, psb_fup_tsc;
+	/* Points made while set take this time instead of the current one
+	 * (a decision taken later about an earlier packet). */
+	uint8_t hold, held_has_time;
+	uint64_t held_tsc;
+	/* Decisions that wait for the next flow packet. */
+	uint8_t pend_psb;  /* PSB+ had a FUP while off: BDM70 or re-enable */
+	uint8_t pend_ovf;  /* OVF: a FUP next means enabled at its IP */
+	uint8_t pend_mode; /* MODE.Exec while off: fine before TIP.PGE */
+	uint8_t after_ovf_fup; /* the last packet was an OVF's FUP (APL12) */
+	uint64_t pend_mode_offset;
+	/* FUP waiting for its TIP/TIP.PGD (compound, SDM Table 36-15). */
+	uint8_t has_fup;
+	uint64_t fup_ip, fup_offset;
+	/* Last IP seen while on, the last PIP, the last CBR ratio. */
+	uint8_t has_ip, has_cr3;
+	uint64_t last_ip, last_cr3;
+	uint8_t cbr;
+
+	uint64_t entry_sites[PTS_WIN_ENTRY_SITES];
+	unsigned n_entry_sites;
+
+	struct pts_win_record queue[PTS_WIN_QUEUE];
+	unsigned q_head, q_len;
+	uint8_t overrun; /* a record was dropped: the caller did not drain */
+	struct pts_win_record scratch; /* where a dropped record goes */
+
+	struct pts_win_summary sum;
+};
+
+/* enclave_map.c: lookups in the map; indices or -1. */
+int pts_enclave_find(const struct pts_win_model *m, uint64_t ip,
+		     int production_only);
+int pts_enclave_find_aep(const struct pts_win_model *m, uint64_t ip);
+int pts_enclave_find_eexit(const struct pts_win_model *m, uint64_t ip);
+int pts_enclave_has_production(const struct pts_win_model *m);
+void pts_enclave_note_entry(struct pts_win_model *m, uint64_t enclu_ip);
+int pts_enclave_is_entry_return(const struct pts_win_model *m, uint64_t ip);
+
+/* windows_queue.c: the record queue and the running summary. */
+struct pts_win_record *pts_win_push(struct pts_win_model *m, uint8_t type);
+void pts_win_point_at(struct pts_win_model *m, struct pts_win_point *p,
+		      uint64_t offset, uint8_t edge, int has_ip, uint64_t ip);
+void pts_win_emit_window(struct pts_win_model *m,
+			 const struct pts_win_point *end);
+
+/* windows_classify.c: fills cause, basis, enclave fields of @rec for the
+ * open gap closed at @rec->end, and queues the violations it implies. */
+void pts_win_classify(struct pts_win_model *m, struct pts_win_record *rec);
+
+/* verify_rules.c */
+void pts_win_violation(struct pts_win_model *m, int rule, uint64_t offset,
+		       int has_ip, uint64_t ip, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+/* Checks an IP packet's IP against the production enclaves (leak rule). */
+void pts_win_check_ip(struct pts_win_model *m, const struct pts_packet *pkt,
+		      int in_psb);
+/* Notes a flow packet seen while PacketEn = 0. */
+void pts_win_gap_flow(struct pts_win_model *m, uint8_t kind, uint64_t offset);
+
+#endif

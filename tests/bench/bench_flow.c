@@ -1,0 +1,297 @@
+/* Throughput of the flow walker against libipt's instruction decoder
+ * (pt_insn_next) and block decoder (pt_blk_next), on one trace that
+ * `ptscope synth --walk` makes at bench time: a seeded walk over a real
+ * ELF (libc by default; return compression, PSBs every 4 KiB, SYSCALLs
+ * into a kernel stub). Every decoder delivers every instruction to this
+ * caller, which sums the addresses so nothing can be skipped (pt_blk hands
+ * out blocks, not addresses: it gets the benefit of being summed per
+ * block). Not a test: prints, never asserts a time.
+ *
+ * Times are the thread's CPU time (the machine is shared; wall time is
+ * printed too). Peak memory is the growth of VmHWM during each run, after
+ * resetting it (/proc/self/clear_refs), the trace already in memory.
+ *
+ * usage: bench_flow PTSCOPE [INSNS [ELF]]   (default 100000000, libc)
+ */
+#include "flow_setup.h"
+
+#include <ptscope/decoder.h>
+#include <ptscope/model.h>
+
+#include <intel-pt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_ELF "/lib/x86_64-linux-gnu/libc.so.6"
+
+struct clocks {
+	double cpu, wall;
+};
+
+static void now(struct clocks *c)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	c->cpu = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	c->wall = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A field of /proc/self/status in KiB (0 when unknown). */
+static long status_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = 0;
+	size_t len = strlen(field);
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, field, len) == 0)
+			kb = strtol(line + len, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Resets the peak RSS to the current one; returns the current one. */
+static long reset_peak(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+	return status_kb("VmRSS:");
+}
+
+struct result {
+	const char *name;
+	uint64_t insns, sum;
+	struct clocks t;
+	long peak_kb;
+};
+
+struct bench {
+	const uint8_t *trace;
+	size_t size;
+	struct pts_config cfg;
+	struct pts_image *img;
+};
+
+static void start(struct result *r, struct clocks *t0, long *rss0)
+{
+	*rss0 = reset_peak();
+	now(t0);
+	(void)r;
+}
+
+static void stop(struct result *r, const struct clocks *t0, long rss0)
+{
+	struct clocks t1;
+	now(&t1);
+	r->t.cpu = t1.cpu - t0->cpu;
+	r->t.wall = t1.wall - t0->wall;
+	r->peak_kb = status_kb("VmHWM:") - rss0;
+}
+
+static void run_ptscope(const struct bench *b, struct result *res)
+{
+	struct clocks t0;
+	long rss0;
+	static struct pts_flow_rec recs[1024];
+	start(res, &t0, &rss0);
+	struct pts_flow_config fc = {0};
+	fc.cpu = b->cfg.trace.cpu;
+	struct pts_flow *f = pts_flow_new(&fc, b->img);
+	struct pts_input in = {b->trace, b->size, 0};
+	pts_flow_end(f);
+	int n;
+	while ((n = pts_flow_next(f, &in, recs, 1024)) > 0) {
+		for (int i = 0; i < n; i++) {
+			if (recs[i].kind != PTS_FLOW_INSNS)
+				continue;
+			for (uint32_t k = 0; k < recs[i].n; k++)
+				res->sum += recs[i].ips[k];
+			res->insns += recs[i].n;
+		}
+	}
+	pts_flow_free(f);
+	stop(res, &t0, rss0);
+}
+
+static void run_insn(const struct bench *b, struct result *res)
+{
+	struct clocks t0;
+	long rss0;
+	struct pt_config pc;
+	start(res, &t0, &rss0);
+	pts_test_libipt_config(&b->cfg.trace, b->trace, b->trace + b->size, &pc);
+	struct pt_insn_decoder *d = pt_insn_alloc_decoder(&pc);
+	pt_image_set_callback(pt_insn_get_image(d), pts_test_libipt_read,
+			      b->img);
+	int status = pt_insn_sync_forward(d);
+	while (status >= 0) {
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+			status = pt_insn_event(d, &ev, sizeof(ev));
+			if (status < 0)
+				break;
+		}
+		if (status < 0 || (status & pts_eos))
+			break;
+		struct pt_insn insn;
+		status = pt_insn_next(d, &insn, sizeof(insn));
+		if (status < 0)
+			break;
+		res->sum += insn.ip;
+		res->insns++;
+	}
+	pt_insn_free_decoder(d);
+	stop(res, &t0, rss0);
+}
+
+static void run_blk(const struct bench *b, struct result *res)
+{
+	struct clocks t0;
+	long rss0;
+	struct pt_config pc;
+	start(res, &t0, &rss0);
+	pts_test_libipt_config(&b->cfg.trace, b->trace, b->trace + b->size, &pc);
+	struct pt_block_decoder *d = pt_blk_alloc_decoder(&pc);
+	pt_image_set_callback(pt_blk_get_image(d), pts_test_libipt_read,
+			      b->img);
+	int status = pt_blk_sync_forward(d);
+	while (status >= 0) {
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+			status = pt_blk_event(d, &ev, sizeof(ev));
+			if (status < 0)
+				break;
+		}
+		if (status < 0 || (status & pts_eos))
+			break;
+		struct pt_block blk;
+		status = pt_blk_next(d, &blk, sizeof(blk));
+		if (status < 0)
+			break;
+		res->sum += blk.ip;
+		res->insns += blk.ninsn;
+	}
+	pt_blk_free_decoder(d);
+	stop(res, &t0, rss0);
+}
+
+static void report(const struct result *r, size_t bytes)
+{
+	printf("%-15s %11" PRIu64 " insns  cpu %7.3f s (wall %7.3f s) "
+	       "%8.1f M insns/s %7.1f MB/s  peak +%ld KiB\n",
+	       r->name, r->insns, r->t.cpu, r->t.wall,
+	       (double)r->insns / r->t.cpu / 1e6,
+	       (double)bytes / r->t.cpu / 1e6, r->peak_kb);
+}
+
+/* Runs `PTSCOPE synth --walk ELF` into @dir; loads trace and config. */
+static int synthesize(const char *ptscope, const char *elf, const char *insns,
+		      const char *dir, struct bench *b)
+{
+	char trace[4096], config[4096];
+	snprintf(trace, sizeof(trace), "%s/bench_flow.pt", dir);
+	snprintf(config, sizeof(config), "%s/bench_flow.cfg", dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(ptscope, ptscope, "synth", "--walk", elf, "--insns", insns,
+		      "-o", trace, "--config-out", config, (char *)NULL);
+		_exit(127);
+	}
+	int ws;
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+	    WEXITSTATUS(ws)) {
+		fprintf(stderr, "ptscope synth failed\n");
+		return -1;
+	}
+	int line = 0;
+	if (pts_config_load(&b->cfg, config, &line) < 0 ||
+	    pts_test_add_images(b->img, &b->cfg) < 0) {
+		fprintf(stderr, "%s: cannot load\n", config);
+		return -1;
+	}
+	/* Read into memory: no decoder pays for page faults on the file. */
+	FILE *f = fopen(trace, "rb");
+	if (!f || fseek(f, 0, SEEK_END) < 0)
+		return -1;
+	long size = ftell(f);
+	uint8_t *mem = size > 0 ? malloc((size_t)size) : NULL;
+	rewind(f);
+	if (!mem || fread(mem, 1, (size_t)size, f) != (size_t)size) {
+		fclose(f);
+		free(mem);
+		return -1;
+	}
+	fclose(f);
+	b->trace = mem;
+	b->size = (size_t)size;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_flow PTSCOPE [INSNS [ELF]]\n");
+		return 2;
+	}
+	const char *insns = argc > 2 ? argv[2] : "100000000";
+	const char *elf = argc > 3 ? argv[3] : DEFAULT_ELF;
+	if (access(elf, R_OK) != 0) {
+		fprintf(stderr, "no %s: skipped\n", elf);
+		return 77;
+	}
+	const char *tmp = getenv("TMPDIR");
+	char dir[] = "/tmp/bench_flow.XXXXXX";
+	char dirbuf[4096];
+	snprintf(dirbuf, sizeof(dirbuf), "%s/bench_flow.XXXXXX",
+		 tmp ? tmp : "/tmp");
+	char *d = mkdtemp(tmp ? dirbuf : dir);
+	struct bench b = {0};
+	pts_config_init(&b.cfg);
+	b.img = pts_image_new();
+	struct clocks t0, t1;
+	now(&t0);
+	int err = d ? synthesize(argv[1], elf, insns, d, &b) : -1;
+	now(&t1);
+	if (d) {
+		char cmd[4200];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", d);
+	}
+	if (err < 0)
+		return 1;
+	printf("trace: synth --walk %s --insns %s: %zu bytes (%.1f s)\n", elf,
+	       insns, b.size, t1.wall - t0.wall);
+
+	struct result ours = {"ptscope flow", 0, 0, {0, 0}, 0};
+	struct result insn = {"libipt pt_insn", 0, 0, {0, 0}, 0};
+	struct result blk = {"libipt pt_blk", 0, 0, {0, 0}, 0};
+	run_ptscope(&b, &ours);
+	run_insn(&b, &insn);
+	run_blk(&b, &blk);
+	report(&insn, b.size);
+	report(&blk, b.size);
+	report(&ours, b.size);
+	printf("ptscope vs pt_insn: x%.1f, vs pt_blk: x%.1f (CPU time; "
+	       "wall x%.1f, x%.1f)\n", insn.t.cpu / ours.t.cpu,
+	       blk.t.cpu / ours.t.cpu, insn.t.wall / ours.t.wall,
+	       blk.t.wall / ours.t.wall);
+	int same = ours.insns == insn.insns && ours.sum == insn.sum &&
+		   blk.insns == insn.insns;
+	printf("instruction counts and address sums %s\n",
+	       same ? "agree" : "DIFFER");
+	free((void *)b.trace);
+	pts_image_free(b.img);
+	pts_config_fini(&b.cfg);
+	return same ? 0 : 1;
+}

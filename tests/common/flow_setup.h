@@ -1,0 +1,26 @@
+/* Setting up a flow decode from a trace configuration, the same way for
+ * ptscope and for libipt (tests and benchmarks that compare the two). */
+#ifndef PTS_TESTS_FLOW_SETUP_H
+#define PTS_TESTS_FLOW_SETUP_H
+
+#include <ptscope/decoder.h>
+#include <ptscope/model.h>
+
+#include <intel-pt.h>
+
+/* Adds the images @cfg names to @img (default address space).
+ * Returns 0 or the first pts_image_add_*() error. */
+int pts_test_add_images(struct pts_image *img, const struct pts_config *cfg);
+
+/* Fills @pc for a decode of [@begin, @end) with the address filter ranges
+ * of @tc (ADDRn_CFG from its CTL) and the errata of its CPU. */
+void pts_test_libipt_config(const struct pts_trace_config *tc,
+			    const uint8_t *begin, const uint8_t *end,
+			    struct pt_config *pc);
+
+/* A libipt image read callback over a pts_image (@ctx), so that both
+ * decoders read the same bytes. */
+int pts_test_libipt_read(uint8_t *buf, size_t size,
+			 const struct pt_asid *asid, uint64_t ip, void *ctx);
+
+#endif

@@ -1,0 +1,97 @@
+/* libFuzzer target: random bytes as a trace for the flow walker over a
+ * fixed program (flow_gen's layout for seed 1, 24 functions). Byte 0 picks
+ * the chunk size, the batch size and the cache bound (small, to exercise
+ * flushes). Invariants: no crash, hang or leak; records well formed; the
+ * walker always ends with EOS.
+ *
+ * Corpus recipe (corpus/flow/): traces of the same program made by
+ * flow_gen_run() with this target's layout options and walk options varied
+ * (retcomp, deferred TIPs, interrupts, syscalls, overflows), cut to 4 KiB,
+ * each with a leading selector byte. */
+#include "fuzz_target.h"
+
+#include "flow_gen.h"
+
+#include <ptscope/decoder.h>
+
+#include <string.h>
+
+static struct pts_image *image;
+static struct flow_gen program;
+
+static void setup(void)
+{
+	struct flow_gen_opts o = {0};
+	o.seed = 1;
+	o.insns = 1000;
+	o.functions = 24;
+	o.syscall_per_mille = 30;
+	if (flow_gen_run(&o, &program) < 0)
+		abort();
+	image = pts_image_new();
+	REQUIRE(image);
+	REQUIRE(pts_image_add_mem(image, 0, program.code, program.code_size,
+				  program.base) == 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!image)
+		setup();
+	if (size < 1)
+		return 0;
+	uint8_t sel = data[0];
+	data++;
+	size--;
+	size_t chunk = 1 + (size_t)(sel & 0x1f) * 97;
+	int max = 1 + (sel >> 5) * 9;
+	struct pts_flow_config cfg = {0};
+	cfg.cache_bytes = (sel & 0x80) ? 1 : 0; /* flush at every call */
+	cfg.idle_limit = 4096;
+	struct pts_flow *flow = pts_flow_new(&cfg, image);
+	REQUIRE(flow);
+	struct pts_flow_rec recs[64];
+	size_t pos = 0;
+	struct pts_input in = {NULL, 0, 0};
+	unsigned idle_calls = 0;
+	for (;;) {
+		int n = pts_flow_next(flow, &in, recs, max);
+		if (n == -PTS_ERR_EOS)
+			break;
+		if (n == -PTS_ERR_AGAIN) {
+			if (pos == size) {
+				pts_flow_end(flow);
+				REQUIRE(++idle_calls < 4);
+				continue;
+			}
+			size_t len = size - pos < chunk ? size - pos : chunk;
+			in = (struct pts_input){data + pos, len, 0};
+			pos += len;
+			continue;
+		}
+		REQUIRE(n > 0 && n <= max);
+		idle_calls = 0;
+		for (int i = 0; i < n; i++) {
+			const struct pts_flow_rec *r = &recs[i];
+			REQUIRE(r->kind >= PTS_FLOW_INSNS && r->kind <= PTS_FLOW_ERROR);
+			if (r->kind == PTS_FLOW_INSNS) {
+				REQUIRE(r->n >= 1 && r->ips[0] == r->ip);
+				/* Code only comes from the image. */
+				REQUIRE(r->ip >= program.base &&
+					r->ips[r->n - 1] < program.base +
+								program.code_size);
+				char text[128];
+				REQUIRE(pts_flow_disasm(flow, r, r->n - 1, text,
+							sizeof(text)) > 0);
+			} else if (r->kind == PTS_FLOW_EVENT) {
+				char text[128];
+				REQUIRE(r->type < PTS_EV_COUNT);
+				REQUIRE(pts_flow_event_text(r, text, sizeof(text)) > 0);
+			} else {
+				REQUIRE(r->error < 0);
+			}
+		}
+	}
+	pts_flow_free(flow);
+	return 0;
+}

@@ -1,0 +1,282 @@
+/* Fuzz target for the packet layer: the streaming decoder fed in chunks
+ * the input chooses, the one-shot parser, the PSB search and both printers.
+ *
+ * Input layout: byte 0 options (bit 0 no_sync; bit 1 batch calls; bits 3:2
+ * CPU, for errata: none, Skylake, Broadwell, Apollo Lake; bit 4 printer
+ * --lastip), bytes 1-2 chunk seed, byte 3 largest chunk - 1, then the
+ * trace. Shorter inputs are all trace with default options.
+ *
+ * Invariants (abort on violation; libFuzzer and the replay test report it):
+ * - packets lie inside the trace, 1..16 bytes, offsets strictly rising;
+ * - the events (packets, errors and their ranges) do not depend on the
+ *   chunking nor on pts_pkt_next vs pts_pkt_next_batch;
+ * - the stream ends (EOS or TRUNCATED) after a bounded number of events;
+ * - a skip ends where pts_psb_find() from its start says, at a PSB packet
+ *   or at the end; every PSB packet is 16 bytes of 02 82; every offset
+ *   pts_psb_list() gives is a PSB for pts_psb_find();
+ * - pts_pkt_parse agrees on kind and size (no errata, outside PEBS blocks);
+ * - the printers give text of the length they return (ptdump: one line,
+ *   after any "[...]" diagnostic lines; JSON: one object) and
+ *   -PTS_ERR_AGAIN for a 1-byte buffer.
+ */
+#include "fuzz_target.h"
+
+#include "feed.h"
+#include "pkt_compare.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { HEADER = 4 };
+
+struct events {
+	struct pts_event *ev;
+	size_t count, cap;
+};
+
+struct setup {
+	const uint8_t *trace;
+	size_t len;
+	struct pts_pkt_config config;
+	int batch;
+	uint16_t seed;
+	size_t max_chunk;
+	uint8_t lastip;
+};
+
+static void parse_input(const uint8_t *data, size_t size, struct setup *s)
+{
+	static const struct pts_cpu cpus[4] = {
+		{0, 0, 0}, {6, 78, 3}, {6, 61, 0}, {6, 92, 9}};
+
+	memset(s, 0, sizeof(*s));
+	s->trace = data;
+	s->len = size;
+	s->max_chunk = 16;
+	if (size < HEADER)
+		return;
+	s->config.no_sync = data[0] & 1;
+	s->batch = (data[0] & 2) ? 1 + data[1] % 64 : 0;
+	s->config.cpu = cpus[(data[0] >> 2) & 3];
+	s->lastip = (data[0] >> 4) & 1;
+	s->seed = (uint16_t)(data[1] | data[2] << 8);
+	s->max_chunk = (size_t)data[3] + 1;
+	s->trace = data + HEADER;
+	s->len = size - HEADER;
+}
+
+/* Decodes the whole trace into @out. Each event consumes bytes or is
+ * followed by one that does, so 3 per byte (+ the end) is a generous
+ * bound; a decoder that goes past it does not progress. */
+static void decode(const struct setup *s, int chunked, int batch,
+		   struct events *out)
+{
+	struct pts_chunker chunker = {.max = s->max_chunk};
+	struct pts_feed_opts opts = {.config = s->config, .batch = batch,
+				     .copy = 1};
+	size_t limit = 3 * s->len + 8;
+	struct pts_feed *feed;
+
+	pts_rng_seed(&chunker.rng, s->seed);
+	if (chunked) {
+		opts.chunk = pts_chunker_next;
+		opts.chunk_ctx = &chunker;
+	}
+	out->count = 0;
+	out->cap = 0;
+	out->ev = NULL;
+	feed = pts_feed_new(s->trace, s->len, &opts);
+	REQUIRE(feed != NULL);
+	for (;;) {
+		struct pts_event *ev;
+
+		REQUIRE(out->count < limit);
+		if (out->count == out->cap) {
+			out->cap = out->cap ? 2 * out->cap : 64;
+			out->ev = realloc(out->ev, out->cap * sizeof(*out->ev));
+			REQUIRE(out->ev != NULL);
+		}
+		ev = &out->ev[out->count++];
+		pts_feed_next(feed, ev);
+		REQUIRE(ev->status != -PTS_ERR_NO_PROGRESS);
+		REQUIRE(ev->status != -PTS_ERR_INTERNAL);
+		if (ev->status == -PTS_ERR_EOS || ev->status == -PTS_ERR_TRUNCATED)
+			break;
+	}
+	pts_feed_free(feed);
+}
+
+static void check_packets(const struct setup *s, const struct events *evs)
+{
+	uint64_t next = 0; /* the lowest offset the next packet may have */
+
+	for (size_t i = 0; i < evs->count; i++) {
+		const struct pts_event *ev = &evs->ev[i];
+
+		if (ev->status < 0) {
+			REQUIRE(ev->begin <= ev->end && ev->end <= s->len + 1);
+			continue;
+		}
+		REQUIRE(ev->status == ev->pkt.size);
+		REQUIRE(ev->pkt.size >= 1 && ev->pkt.size <= 16);
+		REQUIRE(ev->pkt.kind < PTS_PKT_KIND_COUNT);
+		REQUIRE(ev->pkt.offset >= next);
+		REQUIRE(ev->pkt.offset + ev->pkt.size <= s->len);
+		next = ev->pkt.offset + ev->pkt.size;
+	}
+}
+
+static void same_events(const struct events *a, const struct events *b)
+{
+	char why[160];
+
+	REQUIRE(a->count == b->count);
+	for (size_t i = 0; i < a->count; i++) {
+		const struct pts_event *x = &a->ev[i], *y = &b->ev[i];
+
+		REQUIRE(x->status == y->status);
+		if (x->status > 0) {
+			if (pts_pkt_diff(&x->pkt, &y->pkt, why, sizeof(why))) {
+				fprintf(stderr, "event %zu: %s\n", i, why);
+				REQUIRE(!"same packet whole and chunked");
+			}
+		} else {
+			REQUIRE(x->begin == y->begin && x->end == y->end);
+		}
+	}
+}
+
+static int psb_at(const struct setup *s, uint64_t offset)
+{
+	static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+					2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82};
+
+	return offset + 16 <= s->len && memcmp(s->trace + offset, psb, 16) == 0;
+}
+
+/* Where decoding (re)starts: a search (at the start with sync, after every
+ * error) must end at the PSB pts_psb_find() names from the same offset. A
+ * PSB met while decoding is just 16 bytes of 02 82 (in a longer run it need
+ * not be the one a search would pick). */
+static void check_psbs(const struct setup *s, const struct events *evs)
+{
+	size_t max = s->len / 2 + 1, found;
+	uint64_t *offs = malloc(max * sizeof(*offs));
+
+	REQUIRE(offs != NULL);
+	found = pts_psb_list(s->trace, s->len, offs, max);
+	REQUIRE(found <= max);
+	REQUIRE((found > 0) == (pts_psb_find(s->trace, s->len, 0) >= 0));
+	for (size_t i = 0; i < found; i++)
+		REQUIRE(pts_psb_find(s->trace, s->len, offs[i]) ==
+			(ptrdiff_t)offs[i]);
+	free(offs);
+
+	for (size_t i = 0; i < evs->count; i++) {
+		const struct pts_event *ev = &evs->ev[i];
+		const struct pts_event *next = i + 1 < evs->count ? ev + 1 : NULL;
+		ptrdiff_t psb;
+
+		if (ev->status > 0) {
+			if (ev->pkt.kind == PTS_PKT_PSB)
+				REQUIRE(psb_at(s, ev->pkt.offset));
+			/* With sync, the first packet starts the first PSB. */
+			if (i == 0 && !s->config.no_sync)
+				REQUIRE(ev->pkt.kind == PTS_PKT_PSB &&
+					pts_psb_find(s->trace, s->len, 0) == 0);
+			continue;
+		}
+		if (ev->status != -PTS_ERR_SKIPPED || !next)
+			continue;
+		psb = pts_psb_find(s->trace, s->len, (size_t)ev->begin);
+		if (next->status > 0)
+			REQUIRE(next->pkt.kind == PTS_PKT_PSB &&
+				next->pkt.offset == ev->end &&
+				psb == (ptrdiff_t)ev->end);
+		else
+			REQUIRE(ev->end == s->len && psb < 0);
+	}
+}
+
+/* pts_pkt_parse must read each packet as the stream decoder did, except
+ * where the decoder uses context the parser lacks: errata (which change
+ * what a CYC next to an OVF is) and PEBS blocks (a BIP header is a TNT-8
+ * byte outside one). */
+static void check_parse(const struct setup *s, const struct events *evs)
+{
+	if (s->config.cpu.family != 0)
+		return;
+	for (size_t i = 0; i < evs->count; i++) {
+		const struct pts_packet *want = &evs->ev[i].pkt;
+		struct pts_packet pkt;
+
+		if (evs->ev[i].status <= 0 || want->kind == PTS_PKT_BIP)
+			continue;
+		REQUIRE(pts_pkt_parse(s->trace + want->offset,
+				      s->len - want->offset, 0,
+				      &pkt) == want->size);
+		REQUIRE(pkt.kind == want->kind && pkt.size == want->size);
+	}
+}
+
+/* A ptdump line: non-empty, no newline at its end; diagnostics ptdump
+ * prints before it ("[<offset>: error ...]") each end with a newline. */
+static void check_ptdump_text(const char *text)
+{
+	const char *nl;
+
+	while ((nl = strchr(text, '\n')) != NULL) {
+		REQUIRE(text[0] == '[' && nl > text && nl[-1] == ']');
+		text = nl + 1;
+	}
+	REQUIRE(text[0] != '\0');
+}
+
+static void check_printers(const struct setup *s, const struct events *evs)
+{
+	struct pts_print_opts popts = {.show_offset = 1,
+				       .show_lastip = s->lastip};
+	struct pts_lastip lip;
+	char line[512];
+
+	pts_lastip_reset(&lip);
+	for (size_t i = 0; i < evs->count; i++) {
+		const struct pts_packet *pkt = &evs->ev[i].pkt;
+		struct pts_lastip scratch = lip;
+		int n;
+
+		if (evs->ev[i].status <= 0)
+			continue;
+		REQUIRE(pts_print_ptdump(pkt, &popts, &scratch, line, 1) ==
+			-PTS_ERR_AGAIN);
+		n = pts_print_ptdump(pkt, &popts, &lip, line, sizeof(line));
+		REQUIRE(n > 0 && (size_t)n < sizeof(line));
+		REQUIRE(strlen(line) == (size_t)n);
+		check_ptdump_text(line);
+
+		REQUIRE(pts_print_jsonl(pkt, line, 1) == -PTS_ERR_AGAIN);
+		n = pts_print_jsonl(pkt, line, sizeof(line));
+		REQUIRE(n > 1 && (size_t)n < sizeof(line));
+		REQUIRE(strlen(line) == (size_t)n && line[0] == '{' &&
+			line[n - 1] == '}' && !strchr(line, '\n'));
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct events whole, chunked;
+	struct setup s;
+
+	parse_input(data, size, &s);
+	decode(&s, 0, 0, &whole);
+	decode(&s, 1, s.batch, &chunked);
+	check_packets(&s, &whole);
+	same_events(&whole, &chunked);
+	check_psbs(&s, &whole);
+	check_parse(&s, &whole);
+	check_printers(&s, &whole);
+	free(whole.ev);
+	free(chunked.ev);
+	return 0;
+}

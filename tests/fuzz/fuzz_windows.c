@@ -1,0 +1,179 @@
+/* Fuzz target for the windows model fed by the packet decoder.
+ *
+ * Input layout: byte 0 options (bits 1:0 ring: unknown config, user-only,
+ * kernel-only, both; bit 2 an IP filter range; bit 3 CR3 filter; bit 4 a
+ * production enclave map; bit 5 MTC timing config), byte 1 chunk seed,
+ * byte 2 largest chunk - 1, then the trace (decoded from its first PSB).
+ * Shorter inputs are all trace with nothing configured.
+ *
+ * Invariants (abort on violation):
+ * - the model never reports an error (its queue never overflows);
+ * - windows and gaps tile the stream: each begins where the one before
+ *   ended, none ends before it begins, the last ends at the trace's end;
+ * - no two windows follow each other (a gap is between);
+ * - causes, bases, rules and edges are in range; a needs-images gap lists
+ *   two or more candidates, any other none;
+ * - the summary counts what the records say.
+ */
+#include "fuzz_target.h"
+
+#include "feed.h"
+
+#include <ptscope/windows.h>
+
+#include <string.h>
+
+enum { HEADER = 3 };
+
+static struct pts_enclave encl = {
+	.begin = 0x7f0000000000ull,
+	.end = 0x7f0000100000ull,
+	.aep = 0x401100,
+	.has_aep = 1,
+	.kind = PTS_ENCLAVE_PRODUCTION,
+	.name = "fuzz",
+};
+
+static void make_config(uint8_t opt, struct pts_trace_config *cfg)
+{
+	static const uint64_t rings[4] = {0, PTS_CTL_USER, PTS_CTL_OS,
+					  PTS_CTL_USER | PTS_CTL_OS};
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (opt & 3) {
+		cfg->known = PTS_CFG_CTL;
+		cfg->ctl = PTS_CTL_TRACEEN | PTS_CTL_BRANCHEN | rings[opt & 3];
+	}
+	if (opt & 4)
+		pts_config_add_range(cfg, "0x400000-0x4fffff", PTS_ADDR_FILTER);
+	if ((opt & 8) && (cfg->known & PTS_CFG_CTL)) {
+		cfg->ctl |= PTS_CTL_CR3FILTER;
+		cfg->cr3_match = 0x1000;
+		cfg->known |= PTS_CFG_CR3;
+	}
+	if (opt & 16) {
+		cfg->enclaves = &encl;
+		cfg->n_enclaves = 1;
+	}
+	if (opt & 32) {
+		cfg->known |= PTS_CFG_CPUID15 | PTS_CFG_MTCFREQ | PTS_CFG_NOMFREQ;
+		cfg->cpuid_15_eax = 2;
+		cfg->cpuid_15_ebx = 200;
+		cfg->mtc_freq = 3;
+		cfg->nom_freq = 24;
+	}
+}
+
+struct tiling {
+	int have_prev;
+	uint8_t prev_type;
+	uint64_t prev_end;
+	uint64_t windows, gaps[PTS_GAP_CAUSE_COUNT], rules[PTS_RULE_COUNT];
+};
+
+static int popcount(uint32_t v)
+{
+	int n = 0;
+
+	for (; v; v &= v - 1)
+		n++;
+	return n;
+}
+
+static void check_record(struct tiling *t, const struct pts_win_record *r)
+{
+	REQUIRE(r->type <= PTS_REC_VIOLATION);
+	if (r->type == PTS_REC_VIOLATION) {
+		REQUIRE(r->rule < PTS_RULE_COUNT);
+		t->rules[r->rule]++;
+		return;
+	}
+	REQUIRE(r->begin.edge < PTS_EDGE_COUNT && r->end.edge < PTS_EDGE_COUNT);
+	REQUIRE(r->begin.offset <= r->end.offset);
+	if (t->have_prev) {
+		REQUIRE(r->begin.offset == t->prev_end);
+		REQUIRE(!(r->type == PTS_REC_WINDOW &&
+			  t->prev_type == PTS_REC_WINDOW));
+	}
+	if (r->type == PTS_REC_WINDOW) {
+		t->windows++;
+	} else {
+		REQUIRE(r->cause < PTS_GAP_CAUSE_COUNT);
+		REQUIRE(r->basis <= PTS_BASIS_NONE);
+		REQUIRE(r->entry <= PTS_ENCL_UNKNOWN && r->exit <= PTS_ENCL_UNKNOWN);
+		if (r->cause == PTS_GAP_NEEDS_IMAGES)
+			REQUIRE(popcount(r->candidates) >= 2);
+		else
+			REQUIRE(r->candidates == 0);
+		t->gaps[r->cause]++;
+	}
+	t->have_prev = 1;
+	t->prev_type = r->type;
+	t->prev_end = r->end.offset;
+}
+
+static void drain(struct pts_win_model *m, int err, struct tiling *t)
+{
+	struct pts_win_record rec;
+
+	REQUIRE(err >= 0);
+	while (pts_win_next(m, &rec) == 1)
+		check_record(t, &rec);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pts_trace_config cfg;
+	struct pts_chunker chunker = {.max = 16};
+	struct pts_feed_opts opts = {.chunk = pts_chunker_next,
+				     .chunk_ctx = &chunker};
+	struct pts_win_summary sum;
+	struct pts_win_model *m;
+	struct pts_feed *feed;
+	struct pts_event ev;
+	struct tiling t;
+	uint8_t opt = 0;
+	int st;
+
+	if (size >= HEADER) {
+		opt = data[0];
+		pts_rng_seed(&chunker.rng, data[1]);
+		chunker.max = (size_t)data[2] + 1;
+		data += HEADER;
+		size -= HEADER;
+	} else {
+		pts_rng_seed(&chunker.rng, 1);
+	}
+	make_config(opt, &cfg);
+	memset(&t, 0, sizeof(t));
+	m = pts_win_new(&cfg);
+	feed = pts_feed_new(data, size, &opts);
+	REQUIRE(m && feed);
+	while ((st = pts_feed_next(feed, &ev)) != -PTS_ERR_EOS) {
+		REQUIRE(st != -PTS_ERR_NO_PROGRESS && st != -PTS_ERR_INTERNAL);
+		if (st > 0)
+			drain(m, pts_win_feed(m, &ev.pkt), &t);
+		else
+			drain(m,
+			      pts_win_lost(m,
+					   st == -PTS_ERR_TRUNCATED
+						   ? PTS_GAP_TRUNCATED
+						   : PTS_GAP_DECODE_ERROR,
+					   ev.begin, ev.end),
+			      &t);
+		if (st == -PTS_ERR_TRUNCATED)
+			break;
+	}
+	drain(m, pts_win_end(m, size), &t);
+	if (t.have_prev)
+		REQUIRE(t.prev_end == size);
+	REQUIRE(pts_win_summary(m, &sum) == 0);
+	REQUIRE(sum.windows == t.windows);
+	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
+		REQUIRE(sum.gaps[c] == t.gaps[c]);
+	for (int r = 0; r < PTS_RULE_COUNT; r++)
+		REQUIRE(sum.violations[r] == t.rules[r]);
+	pts_feed_free(feed);
+	pts_win_free(m);
+	return 0;
+}

@@ -1,0 +1,234 @@
+/* Unit tests: images (memory, raw files, ELF, specs, symbols) and
+ * instruction classification. */
+#include <ptscope/decoder.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
+				__LINE__, #cond);                              \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+static void test_mem(void)
+{
+	struct pts_image *img = pts_image_new();
+	const uint8_t a[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	const uint8_t b[4] = {0xaa, 0xbb, 0xcc, 0xdd};
+	const uint8_t *p;
+	CHECK(pts_image_add_mem(img, 0, a, sizeof(a), 0x1000) == 0);
+	CHECK(pts_image_read(img, 0, 0x1000, &p) == 16 && p[0] == 1);
+	CHECK(pts_image_read(img, 0, 0x100f, &p) == 1 && p[0] == 16);
+	CHECK(pts_image_read(img, 0, 0x1010, &p) == -PTS_ERR_NOMAP);
+	CHECK(pts_image_read(img, 0, 0xfff, &p) == -PTS_ERR_NOMAP);
+	/* Newer code replaces the middle of older code. */
+	uint64_t gen = pts_image_generation(img);
+	CHECK(pts_image_add_mem(img, 0, b, sizeof(b), 0x1004) == 0);
+	CHECK(pts_image_generation(img) != gen);
+	CHECK(pts_image_read(img, 0, 0x1000, &p) == 4 && p[3] == 4);
+	CHECK(pts_image_read(img, 0, 0x1004, &p) == 4 && p[0] == 0xaa);
+	CHECK(pts_image_read(img, 0, 0x1008, &p) == 8 && p[0] == 9);
+	/* Fetch crosses adjacent mappings. */
+	uint8_t buf[32];
+	CHECK(pts_image_fetch(img, 0, 0x1002, buf, sizeof(buf)) == 14);
+	CHECK(buf[0] == 3 && buf[2] == 0xaa && buf[6] == 9);
+	/* Other spaces fall back to the default one; their own code wins. */
+	CHECK(pts_image_add_mem(img, 0x5000, b, sizeof(b), 0x1000) == 0);
+	CHECK(pts_image_read(img, 0x5000, 0x1000, &p) == 4 && p[0] == 0xaa);
+	CHECK(pts_image_read(img, 0x5000, 0x1008, &p) == 8 && p[0] == 9);
+	CHECK(pts_image_read(img, 0x6000, 0x1000, &p) == 4 && p[0] == 1);
+	/* Bad ranges. */
+	CHECK(pts_image_add_mem(img, 0, a, 0, 0x1000) == -PTS_ERR_INVALID);
+	CHECK(pts_image_add_mem(img, 0, a, 16, UINT64_MAX - 4) ==
+	      -PTS_ERR_INVALID);
+	pts_image_free(img);
+	pts_image_free(NULL);
+}
+
+static void test_raw(void)
+{
+	char path[] = "/tmp/pts_test_rawXXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	uint8_t data[64];
+	for (int i = 0; i < 64; i++)
+		data[i] = (uint8_t)i;
+	CHECK(write(fd, data, sizeof(data)) == (ssize_t)sizeof(data));
+	close(fd);
+
+	struct pts_image *img = pts_image_new();
+	char spec[128];
+	const uint8_t *p;
+	snprintf(spec, sizeof(spec), "%s:0x10-0x20:0x400000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == 0);
+	CHECK(pts_image_read(img, 0, 0x400000, &p) == 16 && p[0] == 0x10);
+	snprintf(spec, sizeof(spec), "%s:8:0x500000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == 0);
+	CHECK(pts_image_read(img, 0, 0x500000, &p) == 56 && p[0] == 8);
+	snprintf(spec, sizeof(spec), "%s:0x600000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == 0);
+	CHECK(pts_image_read(img, 0, 0x600000, &p) == 64 && p[0] == 0);
+	snprintf(spec, sizeof(spec), "%s:0x20-0x10:0x700000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
+	snprintf(spec, sizeof(spec), "%s:0-0x100:0x700000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
+	CHECK(pts_image_add_raw_spec(img, 0, "/nonexistent:0x1000") ==
+	      -PTS_ERR_IO);
+	CHECK(pts_image_add_raw_spec(img, 0, "nocolon") == -PTS_ERR_INVALID);
+	CHECK(pts_image_add_elf(img, 0, path, 0) == -PTS_ERR_BAD_FORMAT);
+	pts_image_free(img);
+	unlink(path);
+}
+
+/* Loads this test's own executable and compares the code of a function
+ * with what is in memory (its text is position independent). */
+static void test_elf(void)
+{
+	struct pts_image *img = pts_image_new();
+	CHECK(pts_image_add_elf(img, 0, "/proc/self/exe", 0) > 0);
+	const struct pts_symbol *sym = pts_image_symbol_find(img, 0, "test_mem");
+	CHECK(sym != NULL);
+	if (sym) {
+		const uint8_t *p;
+		CHECK(pts_image_read(img, 0, sym->addr, &p) > 16);
+		CHECK(memcmp(p, (const void *)(uintptr_t)test_mem, 16) == 0);
+		CHECK(sym->size > 0);
+		CHECK(pts_image_symbol_at(img, 0, sym->addr + 3) == sym);
+		const struct pts_symbol *fns;
+		size_t n = pts_image_functions(img, 0, &fns);
+		CHECK(n > 3);
+		for (size_t i = 1; i < n; i++)
+			CHECK(fns[i - 1].addr < fns[i].addr);
+	}
+	/* At a base: the lowest segment moves there, symbols follow. */
+	struct pts_image *img2 = pts_image_new();
+	CHECK(pts_image_add_elf_spec(img2, 0x1000, "/proc/self/exe:0x7f0000000000") > 0);
+	const struct pts_symbol *s2 = pts_image_symbol_find(img2, 0x1000, "test_mem");
+	CHECK(s2 && sym && s2->addr == sym->addr + 0x7f0000000000ull);
+	CHECK(pts_image_symbol_find(img2, 0, "test_mem") == NULL);
+	pts_image_free(img2);
+	pts_image_free(img);
+}
+
+struct case_ {
+	int mode;
+	uint8_t bytes[15];
+	uint8_t len;
+	int size;
+	int iclass;
+	uint64_t target; /* checked when nonzero */
+	uint8_t flags;
+};
+
+static void test_classify(void)
+{
+	static const struct case_ cases[] = {
+		{PTS_EXEC_64, {0x90}, 1, 1, PTS_INSN_PLAIN, 0, 0},
+		{PTS_EXEC_64, {0x74, 0x05}, 2, 2, PTS_INSN_JCC, 0x1007, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0x0f, 0x84, 0xfa, 0xff, 0xff, 0xff}, 6, 6, PTS_INSN_JCC, 0x1000, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0xe3, 0xfe}, 2, 2, PTS_INSN_JCC, 0x1000, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0xe2, 0x10}, 2, 2, PTS_INSN_JCC, 0x1012, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0xeb, 0x80}, 2, 2, PTS_INSN_JMP, 0xf82, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0xe9, 0, 1, 0, 0}, 5, 5, PTS_INSN_JMP, 0x1105, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0xe8, 0, 0, 0, 0}, 5, 5, PTS_INSN_CALL, 0x1005, PTS_INSN_F_TARGET | PTS_INSN_F_CALL0},
+		{PTS_EXEC_64, {0xe8, 0x10, 0, 0, 0}, 5, 5, PTS_INSN_CALL, 0x1015, PTS_INSN_F_TARGET},
+		{PTS_EXEC_64, {0xff, 0xd0}, 2, 2, PTS_INSN_CALL_IND, 0, 0},
+		{PTS_EXEC_64, {0x41, 0xff, 0x14, 0x24}, 4, 4, PTS_INSN_CALL_IND, 0, 0},
+		{PTS_EXEC_64, {0xff, 0xe0}, 2, 2, PTS_INSN_JMP_IND, 0, 0},
+		{PTS_EXEC_64, {0x3e, 0xff, 0xe0}, 3, 3, PTS_INSN_JMP_IND, 0, 0},
+		{PTS_EXEC_64, {0xf2, 0xff, 0x25, 1, 2, 3, 4}, 7, 7, PTS_INSN_JMP_IND, 0, 0},
+		{PTS_EXEC_64, {0xc3}, 1, 1, PTS_INSN_RET, 0, 0},
+		{PTS_EXEC_64, {0xf2, 0xc3}, 2, 2, PTS_INSN_RET, 0, 0},
+		{PTS_EXEC_64, {0xc2, 0x08, 0x00}, 3, 3, PTS_INSN_RET, 0, 0},
+		{PTS_EXEC_64, {0xcb}, 1, 1, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0x48, 0xcf}, 2, 2, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x05}, 2, 2, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0x48, 0x0f, 0x07}, 3, 3, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0xcc}, 1, 1, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0xcd, 0x80}, 2, 2, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0xff, 0x2c, 0x24}, 3, 3, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x01, 0xc2}, 3, 3, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x01, 0xd7}, 3, 3, PTS_INSN_ENCLU, 0, 0},
+		{PTS_EXEC_64, {0xf3, 0x0f, 0xae, 0xe0}, 4, 4, PTS_INSN_PTWRITE, 0, 0},
+		{PTS_EXEC_64, {0xf3, 0x48, 0x0f, 0xae, 0x60, 0x08}, 6, 6, PTS_INSN_PTWRITE, 0, 0},
+		{PTS_EXEC_64, {0xf3, 0x0f, 0xae, 0x25, 1, 2, 3, 4}, 8, 8, PTS_INSN_PTWRITE, 0, 0},
+		{PTS_EXEC_64, {0xf3, 0x0f, 0xae, 0x64, 0x24, 0x10}, 6, 6, PTS_INSN_PTWRITE, 0, 0},
+		{PTS_EXEC_64, {0xf3, 0x0f, 0x1e, 0xfa}, 4, 4, PTS_INSN_PLAIN, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x22, 0xd8}, 3, 3, PTS_INSN_OTHER, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x22, 0xc0}, 3, 3, PTS_INSN_PLAIN, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x30}, 2, 2, PTS_INSN_OTHER, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x0b}, 2, 2, PTS_INSN_OTHER, 0, 0},
+		{PTS_EXEC_64, {0xc7, 0xf8, 0x10, 0, 0, 0}, 6, 6, PTS_INSN_OTHER, 0x1016, PTS_INSN_F_TARGET | PTS_INSN_F_XBEGIN},
+		{PTS_EXEC_64, {0x0f, 0x01, 0xd5}, 3, 3, PTS_INSN_OTHER, 0, 0},
+		{PTS_EXEC_32, {0xe9, 0, 0, 0, 0x80}, 5, 5, PTS_INSN_JMP, 0x80001005, PTS_INSN_F_TARGET},
+		{PTS_EXEC_32, {0x66, 0xe9, 0x00, 0xf0}, 4, 4, PTS_INSN_JMP, 0x0004, PTS_INSN_F_TARGET},
+		{PTS_EXEC_32, {0x9a, 1, 2, 3, 4, 5, 6}, 7, 7, PTS_INSN_FAR, 0, 0},
+		{PTS_EXEC_16, {0xe9, 0x00, 0xf0}, 3, 3, PTS_INSN_JMP, 0x0003, PTS_INSN_F_TARGET},
+		{PTS_EXEC_16, {0xf3, 0x0f, 0xae, 0x26, 1, 2}, 6, 6, PTS_INSN_PTWRITE, 0, 0},
+		{PTS_EXEC_64, {0x0f}, 1, -PTS_ERR_TRUNCATED, 0, 0, 0},
+		{PTS_EXEC_64, {0xe8, 0x00}, 2, -PTS_ERR_TRUNCATED, 0, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 15, 0, 0, 0, 0},
+	};
+	struct pts_insn_classifier *cls = pts_insn_classifier_new();
+	CHECK(cls != NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct case_ *c = &cases[i];
+		struct pts_insn_info info;
+		memset(&info, 0x5a, sizeof(info));
+		int r = pts_insn_classify(cls, c->mode, 0x1000, c->bytes, c->len,
+					  &info);
+		if (c->size == 0) /* only: no crash, some answer */
+			continue;
+		if (r != c->size || (r > 0 && (info.iclass != c->iclass ||
+					       info.flags != c->flags ||
+					       (c->target &&
+						info.target != c->target)))) {
+			fprintf(stderr,
+				"case %zu: got %d class %s flags %x target %llx\n",
+				i, r, pts_iclass_name(info.iclass), info.flags,
+				(unsigned long long)info.target);
+			failures++;
+		}
+	}
+	char text[64];
+	const uint8_t jmp[] = {0xeb, 0xfe};
+	CHECK(pts_insn_disasm(cls, PTS_EXEC_64, 0x401000, jmp, 2, text,
+			      sizeof(text)) > 0);
+	CHECK(strcmp(text, "jmp 0x401000") == 0);
+	CHECK(pts_insn_disasm(cls, PTS_EXEC_64, 0, jmp, 2, text, 4) ==
+	      -PTS_ERR_AGAIN);
+
+	/* Decode from an image; an instruction cut by the end of code. */
+	struct pts_image *img = pts_image_new();
+	const uint8_t code[] = {0x90, 0xe8, 0x00};
+	pts_image_add_mem(img, 0, code, sizeof(code), 0x2000);
+	struct pts_insn_info info;
+	CHECK(pts_insn_decode(cls, img, 0, PTS_EXEC_64, 0x2000, &info) == 1);
+	CHECK(pts_insn_decode(cls, img, 0, PTS_EXEC_64, 0x2001, &info) ==
+	      -PTS_ERR_BAD_INSN);
+	CHECK(pts_insn_decode(cls, img, 0, PTS_EXEC_64, 0x3000, &info) ==
+	      -PTS_ERR_NOMAP);
+	pts_image_free(img);
+	pts_insn_classifier_free(cls);
+	pts_insn_classifier_free(NULL);
+	CHECK(strcmp(pts_exec_mode_name(PTS_EXEC_64), "64-bit") == 0);
+}
+
+int main(void)
+{
+	test_mem();
+	test_raw();
+	test_elf();
+	test_classify();
+	if (failures)
+		fprintf(stderr, "%d failures\n", failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,554 @@
+/* perf.data reader: synthetic captures in file mode and unaligned pipe
+ * mode read the same; truncated and corrupted variants fail with an error
+ * that names the offset and record type, and never crash (run under ASan:
+ * every input is copied to an exact-size allocation).
+ *
+ * PTS_WRITE_SEEDS=DIR also writes the synthetic files there (the fuzz
+ * target's seed corpus was made that way). */
+#include "check.h"
+#include "perfdata_synth.h"
+
+#include <ptscope/perfdata.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Opens a private exact-size copy of @len bytes of @data. */
+static int open_copy(const uint8_t *data, size_t len, uint8_t **copy,
+		     struct pts_perf **perf, struct pts_perf_error *err)
+{
+	*copy = malloc(len ? len : 1);
+	if (!*copy)
+		abort();
+	memcpy(*copy, data, len);
+	return pts_perf_open_mem(*copy, len, perf, err);
+}
+
+/* Reads everything a consumer would: all records, all buffer bytes. */
+static uint64_t touch_all(const struct pts_perf *perf)
+{
+	struct pts_perf_cursor cur;
+	struct pts_perf_record rec;
+	uint64_t sum = 0;
+	pts_perf_cursor_init(perf, &cur);
+	while (pts_perf_next_record(perf, &cur, &rec, NULL) != 0)
+		sum += rec.type + rec.body_size;
+	for (uint32_t i = 0; i < pts_perf_queue_count(perf); i++)
+		for (uint32_t j = 0; j < pts_perf_queue_get(perf, i)->nr_buffers; j++) {
+			const struct pts_perf_buffer *b =
+				pts_perf_queue_buffer(perf, i, j);
+			for (uint64_t k = 0; k < b->use_size; k++)
+				sum += b->data[k];
+		}
+	struct pts_perf_pt_info pt;
+	pts_perf_pt_info(perf, &pt);
+	return sum + pt.filter.len;
+}
+
+/* What every well-formed synthetic capture must show. */
+static void check_capture(const struct pts_perf *perf, int pipe,
+			  int features)
+{
+	const struct pts_perf_summary *s = pts_perf_summary(perf);
+	CHECK_EQ(s->pipe, pipe);
+	CHECK_EQ(s->damaged, 0);
+	CHECK_EQ(s->nr_bad_records, 0);
+	CHECK_EQ(s->record_counts[PTS_PERF_RECORD_AUXTRACE], 4);
+	CHECK_EQ(s->record_counts[PTS_PERF_RECORD_COMM], 2);
+	CHECK_EQ(s->record_counts[PTS_PERF_RECORD_HEADER_ATTR], pipe ? 2 : 0);
+	CHECK_EQ(s->nr_aux, 2);
+	CHECK_EQ(s->aux_truncated, 1);
+	CHECK_EQ(s->nr_lost_events, 3);
+	if (pipe || features) {
+		CHECK(s->cpuid.len == strlen(SYNTH_CPUID) &&
+		      memcmp(s->cpuid.ptr, SYNTH_CPUID, s->cpuid.len) == 0);
+		CHECK_EQ(s->nr_cpus_avail, 4);
+	}
+
+	CHECK_EQ(pts_perf_attr_count(perf), 2);
+	const struct pts_perf_attr *a = pts_perf_attr_get(perf, 0);
+	CHECK(a && a->type == SYNTH_PMU_TYPE && a->nr_ids == 2 &&
+	      a->ids[1] == 102 && a->sample_id_all);
+	CHECK(pts_perf_attr_by_id(perf, 202) == pts_perf_attr_get(perf, 1));
+	CHECK(pts_perf_attr_get(perf, 1)->context_switch);
+	CHECK(pts_perf_pt_attr(perf) == a);
+
+	struct pts_perf_pt_info pt;
+	CHECK_EQ(pts_perf_pt_info(perf, &pt), 0);
+	CHECK_EQ(pt.nr_priv, 17);
+	CHECK_EQ(pt.pmu_type, SYNTH_PMU_TYPE);
+	CHECK_EQ(pt.tsc_ctc_n, 100);
+	CHECK_EQ(pt.have_sched_switch, 3);
+	CHECK_EQ(pt.have_cap_event_trace, 0);
+	struct pts_perf_pt_config cfg;
+	CHECK_EQ(pts_perf_pt_config(perf, &cfg), 0);
+	CHECK(cfg.tsc && cfg.mtc && cfg.branch && !cfg.cyc);
+	CHECK_EQ(cfg.mtc_period, 3);
+	CHECK_EQ(cfg.psb_period, 3);
+	CHECK_EQ(cfg.rtit_ctl, SYNTH_CONFIG | 0xd); /* TraceEn, OS, User */
+
+	struct pts_perf_time_conv tc;
+	CHECK_EQ(pts_perf_time_conv(perf, &tc), 1);
+	/* time_zero + tsc * mult >> shift, exactly (mult/2^31 = 5/6) */
+	CHECK_EQ(pts_perf_tsc_to_time(&tc, 6ull << 31),
+		 SYNTH_TIME_ZERO + 6ull * SYNTH_TIME_MULT);
+	/* 1000 + 2400 * 0x6aaaaaaa / 2^31: mult is just under 5/6 */
+	CHECK_EQ(pts_perf_tsc_to_time(&tc, SYNTH_TSC), 2999);
+
+	/* queue 0: one stream cut inside a packet; perf's 3 padding bytes
+	 * are trimmed so that the two slices join into the original */
+	CHECK_EQ(pts_perf_queue_count(perf), 2);
+	const struct pts_perf_queue *q = pts_perf_queue_get(perf, 0);
+	CHECK(q && q->cpu == 0 && q->tid == -1 && q->nr_buffers == 2);
+	CHECK_EQ(q->bytes, SYNTH_CPU0_BUF0 + SYNTH_CPU0_BUF1);
+	CHECK_EQ(q->nr_aux, 2);
+	CHECK_EQ(q->aux_truncated, 1);
+	const struct pts_perf_buffer *b0 = pts_perf_queue_buffer(perf, 0, 0);
+	const struct pts_perf_buffer *b1 = pts_perf_queue_buffer(perf, 0, 1);
+	CHECK(b0 && b1);
+	if (b0 && b1) {
+		CHECK_EQ(b0->size, 40);
+		CHECK_EQ(b0->use_size, SYNTH_CPU0_BUF0);
+		CHECK(!b0->consecutive && b1->consecutive);
+		CHECK_EQ(b0->record_offset, synth_auxtrace_offset);
+		CHECK_EQ(b0->data[0], 0x02);
+		CHECK_EQ(b0->data[SYNTH_CPU0_BUF0 - 4], 0x6d); /* the cut TIP */
+		CHECK_EQ(b1->data[3], 0x0a);
+		CHECK_EQ(b0->reference, 0x1000);
+	}
+	/* queue 1: a gap in the AUX offsets means data lost: resync */
+	const struct pts_perf_buffer *c1 = pts_perf_queue_buffer(perf, 1, 1);
+	CHECK(c1 && !c1->consecutive && c1->use_size == SYNTH_CPU1_BUF);
+	CHECK(pts_perf_queue_buffer(perf, 1, 2) == NULL);
+
+	/* threads: cpu 0 runs SYNTH_TID from ITRACE_START until the switch */
+	int32_t pid = 0, tid = 0;
+	CHECK_EQ(pts_perf_thread_at(perf, 0, 1199, &pid, &tid), 0);
+	CHECK_EQ(pts_perf_thread_at(perf, 0, 1200, &pid, &tid), 1);
+	CHECK_EQ(tid, SYNTH_TID);
+	CHECK_EQ(pts_perf_thread_at(perf, 0, SYNTH_SWITCH_TIME, &pid, &tid), 1);
+	CHECK_EQ(tid, SYNTH_OTHER_TID);
+	CHECK_EQ(pts_perf_thread_at(perf, 1, 99999, &pid, &tid), 1);
+	CHECK_EQ(tid, SYNTH_TID);
+	CHECK_EQ(pts_perf_thread_at(perf, 7, 99999, &pid, &tid), 0);
+	struct pts_perf_str comm = pts_perf_comm_of(perf, SYNTH_TID);
+	CHECK(comm.len == 5 && memcmp(comm.ptr, SYNTH_COMM, 5) == 0);
+
+	/* records: MMAP2 with its trailer */
+	struct pts_perf_cursor cur;
+	struct pts_perf_record rec;
+	int found = 0, rc;
+	pts_perf_cursor_init(perf, &cur);
+	while ((rc = pts_perf_next_record(perf, &cur, &rec, NULL)) != 0) {
+		CHECK(rc == 1);
+		if (rec.type != PTS_PERF_RECORD_MMAP2)
+			continue;
+		found++;
+		CHECK_EQ(rec.offset, synth_mmap2_offset);
+		CHECK_EQ(rec.u.mmap.addr, SYNTH_MMAP_ADDR);
+		CHECK_EQ(rec.u.mmap.ino, 1234);
+		CHECK_EQ(rec.u.mmap.cpumode, 2);
+		CHECK(rec.u.mmap.filename.len == strlen(SYNTH_MMAP_PATH));
+		CHECK_EQ(rec.sid.time, 1100);
+		CHECK_EQ(rec.sid.id, 201);
+		CHECK_EQ(rec.attr, 1);
+	}
+	CHECK_EQ(found, 1);
+}
+
+static void test_modes(void)
+{
+	struct synth_buf b = {0};
+	struct synth_opts o = {0};
+	uint8_t *copy;
+	struct pts_perf *perf;
+	struct pts_perf_error err;
+
+	synth_perf_data(&b, &o);
+	CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, &err), 0);
+	if (perf)
+		check_capture(perf, 0, 0);
+	pts_perf_close(perf);
+	free(copy);
+
+	o.pipe = 1;
+	o.unaligned = 1;
+	synth_perf_data(&b, &o);
+	CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, &err), 0);
+	CHECK(synth_auxtrace_offset % 2 == 1); /* really unaligned */
+	if (perf) {
+		check_capture(perf, 1, 0);
+		/* zero copy: the slice points into the caller's bytes */
+		const struct pts_perf_buffer *b0 =
+			pts_perf_queue_buffer(perf, 0, 0);
+		CHECK(b0 && b0->data == copy + synth_auxtrace_offset + 48);
+	}
+	pts_perf_close(perf);
+	free(copy);
+	synth_buf_free(&b);
+}
+
+static void test_features(void)
+{
+	struct synth_buf b = {0};
+	struct synth_opts o = {.features = 1};
+	uint8_t *copy;
+	struct pts_perf *perf;
+	synth_perf_data(&b, &o);
+	CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, NULL), 0);
+	if (perf) {
+		check_capture(perf, 0, 1);
+		const struct pts_perf_summary *s = pts_perf_summary(perf);
+		CHECK_EQ(s->nr_cpus_online, 2);
+		CHECK_EQ(s->nr_cmdline, 2);
+		CHECK(s->cmdline[1].len == 6);
+		CHECK_EQ(pts_perf_build_id_count(perf), 1);
+		const struct pts_perf_build_id *id = pts_perf_build_id_find(
+			perf, SYNTH_MMAP_PATH, strlen(SYNTH_MMAP_PATH));
+		CHECK(id && id->id[0] == 0xa0 && id->size == 20);
+
+		/* the image is found under a sysroot, and in a build-id
+		 * cache when not there */
+		char dir[] = "/tmp/pts-perfdata-XXXXXX", path[512], got[512];
+		CHECK(mkdtemp(dir) != NULL);
+		snprintf(path, sizeof(path), "%s/usr", dir);
+		mkdir(path, 0700);
+		snprintf(path, sizeof(path), "%s/usr/bin", dir);
+		mkdir(path, 0700);
+		snprintf(path, sizeof(path), "%s%s", dir, SYNTH_MMAP_PATH);
+		FILE *f = fopen(path, "w");
+		CHECK(f != NULL);
+		if (f)
+			fclose(f);
+		struct pts_perf_image_opts io = {.sysroot = dir,
+						 .no_buildid_cache = 1};
+		CHECK_EQ(pts_perf_image_path(perf, &io, SYNTH_MMAP_PATH,
+					     strlen(SYNTH_MMAP_PATH), NULL, 0,
+					     got, sizeof(got)),
+			 1);
+		CHECK(strcmp(got, path) == 0);
+		CHECK_EQ(pts_perf_image_path(perf, &io, SYNTH_MMAP_PATH,
+					     strlen(SYNTH_MMAP_PATH), NULL, 0,
+					     got, 8),
+			 -PTS_ERR_AGAIN);
+		unlink(path);
+		CHECK_EQ(pts_perf_image_path(perf, &io, SYNTH_MMAP_PATH,
+					     strlen(SYNTH_MMAP_PATH), NULL, 0,
+					     got, sizeof(got)),
+			 0);
+		/* build-id cache: DIR/.build-id/a0/a1a2.../elf */
+		char cache[600];
+		snprintf(cache, sizeof(cache), "%s/.build-id", dir);
+		mkdir(cache, 0700);
+		snprintf(cache, sizeof(cache), "%s/.build-id/a0", dir);
+		mkdir(cache, 0700);
+		snprintf(cache, sizeof(cache), "%s/.build-id/a0/"
+			 "a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3", dir);
+		f = fopen(cache, "w");
+		if (f)
+			fclose(f);
+		io.no_buildid_cache = 0;
+		io.buildid_dir = dir;
+		CHECK_EQ(pts_perf_image_path(perf, &io, SYNTH_MMAP_PATH,
+					     strlen(SYNTH_MMAP_PATH), NULL, 0,
+					     got, sizeof(got)),
+			 1);
+		CHECK(strcmp(got, cache) == 0);
+		unlink(cache);
+		snprintf(cache, sizeof(cache), "%s/.build-id/a0", dir);
+		rmdir(cache);
+		snprintf(cache, sizeof(cache), "%s/.build-id", dir);
+		rmdir(cache);
+		snprintf(path, sizeof(path), "%s/usr/bin", dir);
+		rmdir(path);
+		snprintf(path, sizeof(path), "%s/usr", dir);
+		rmdir(path);
+		rmdir(dir);
+	}
+	pts_perf_close(perf);
+	free(copy);
+	synth_buf_free(&b);
+}
+
+/* Every prefix of a capture: no crash; a cut inside the records is
+ * reported as truncation at the record it cuts, naming its type. */
+static void test_truncation(int pipe)
+{
+	struct synth_buf b = {0};
+	struct synth_opts o = {.pipe = pipe, .unaligned = pipe,
+			       .features = !pipe};
+	synth_perf_data(&b, &o);
+	uint64_t aux_payload = synth_auxtrace_offset + 48 + 10;
+	for (size_t len = 0; len < b.len; len++) {
+		uint8_t *copy;
+		struct pts_perf *perf = NULL;
+		struct pts_perf_error err;
+		memset(&err, 0, sizeof(err));
+		int rc = open_copy(b.data, len, &copy, &perf, &err);
+		CHECK(rc >= -PTS_ERR_COUNT && rc <= 1);
+		CHECK((rc < 0) == (perf == NULL));
+		if (rc != 0)
+			CHECK(err.msg[0] != 0 && err.code < 0);
+		/* file mode: every cut is damage, also one among the
+		 * features after the records */
+		if (!pipe)
+			CHECK(rc != 0);
+		if (perf)
+			touch_all(perf);
+		if (len == aux_payload) {
+			CHECK_EQ(rc, 1);
+			CHECK_EQ(err.code, -PTS_ERR_TRUNCATED);
+			CHECK_EQ(err.offset, synth_auxtrace_offset);
+			CHECK_EQ(err.record_type, PTS_PERF_RECORD_AUXTRACE);
+			CHECK(strstr(err.msg, "AUXTRACE") != NULL);
+			/* what precedes the damage is there */
+			CHECK(perf && pts_perf_attr_count(perf) == 2);
+			CHECK(perf && pts_perf_queue_count(perf) == 0);
+		}
+		pts_perf_close(perf);
+		free(copy);
+	}
+	synth_buf_free(&b);
+}
+
+static void expect_open(const struct synth_buf *b, int want_rc, int want_code,
+			uint64_t want_offset, int32_t want_type)
+{
+	uint8_t *copy;
+	struct pts_perf *perf;
+	struct pts_perf_error err;
+	int rc = open_copy(b->data, b->len, &copy, &perf, &err);
+	CHECK_EQ(rc, want_rc);
+	CHECK_EQ(err.code, want_code);
+	if (want_offset != UINT64_MAX)
+		CHECK_EQ(err.offset, want_offset);
+	CHECK_EQ(err.record_type, want_type);
+	if (perf)
+		touch_all(perf);
+	pts_perf_close(perf);
+	free(copy);
+}
+
+static void test_corruption(void)
+{
+	struct synth_buf b = {0};
+	struct synth_opts o = {0};
+
+	synth_perf_data(&b, &o);
+	memcpy(b.data, "PERFILE3", 8);
+	expect_open(&b, -PTS_ERR_BAD_FORMAT, -PTS_ERR_BAD_FORMAT, 0, -1);
+	memcpy(b.data, "2ELIFREP", 8);
+	expect_open(&b, -PTS_ERR_UNSUPPORTED, -PTS_ERR_UNSUPPORTED, 0, -1);
+
+	synth_perf_data(&b, &o);
+	b.data[16] = 7; /* attr_size */
+	expect_open(&b, -PTS_ERR_BAD_FORMAT, -PTS_ERR_BAD_FORMAT, 16, -1);
+
+	/* a record whose header.size is below 8 */
+	synth_perf_data(&b, &o);
+	b.data[synth_mmap2_offset + 6] = 4;
+	b.data[synth_mmap2_offset + 7] = 0;
+	expect_open(&b, 1, -PTS_ERR_BAD_FORMAT, synth_mmap2_offset,
+		    PTS_PERF_RECORD_MMAP2);
+
+	/* an AUXTRACE payload size beyond the file */
+	synth_perf_data(&b, &o);
+	b.data[synth_auxtrace_offset + 13] = 0x40;
+	expect_open(&b, 1, -PTS_ERR_TRUNCATED, synth_auxtrace_offset,
+		    PTS_PERF_RECORD_AUXTRACE);
+
+	/* an MMAP2 too short for its fields: skipped, counted, reported by
+	 * the iterator, and the records after it still read */
+	synth_perf_data(&b, &o);
+	{
+		uint8_t *copy;
+		struct pts_perf *perf;
+		uint16_t size = 8 + 32;
+		/* shrink: the bytes after become a record of unknown type 0
+		 * that the reader steps over (its size is the rest) */
+		uint16_t old;
+		memcpy(&old, b.data + synth_mmap2_offset + 6, 2);
+		memcpy(b.data + synth_mmap2_offset + 6, &size, 2);
+		uint32_t zero = 0;
+		uint16_t rest = (uint16_t)(old - size);
+		memcpy(b.data + synth_mmap2_offset + size, &zero, 4);
+		memcpy(b.data + synth_mmap2_offset + size + 6, &rest, 2);
+		CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, NULL), 0);
+		if (perf) {
+			CHECK_EQ(pts_perf_summary(perf)->nr_bad_records, 1);
+			CHECK_EQ(pts_perf_queue_count(perf), 2);
+			struct pts_perf_cursor cur;
+			struct pts_perf_record rec;
+			struct pts_perf_error err;
+			int rc, bad = 0;
+			pts_perf_cursor_init(perf, &cur);
+			while ((rc = pts_perf_next_record(perf, &cur, &rec,
+							  &err)) != 0)
+				if (rc < 0) {
+					bad++;
+					CHECK_EQ(err.offset, synth_mmap2_offset);
+					CHECK_EQ(err.record_type,
+						 PTS_PERF_RECORD_MMAP2);
+				}
+			CHECK_EQ(bad, 1);
+		}
+		pts_perf_close(perf);
+		free(copy);
+	}
+
+	/* AUXTRACE_INFO with 8 priv entries: perf rejects it, so do we */
+	o.nr_priv = 8;
+	synth_perf_data(&b, &o);
+	{
+		uint8_t *copy;
+		struct pts_perf *perf;
+		struct pts_perf_pt_info pt;
+		CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, NULL), 0);
+		if (perf) {
+			CHECK_EQ(pts_perf_pt_info(perf, &pt), -PTS_ERR_BAD_FORMAT);
+			CHECK(pts_perf_pt_attr(perf) == NULL);
+		}
+		pts_perf_close(perf);
+		free(copy);
+	}
+	/* 10 entries (perf 4.1): accepted, later fields 0 */
+	o.nr_priv = 10;
+	synth_perf_data(&b, &o);
+	{
+		uint8_t *copy;
+		struct pts_perf *perf;
+		struct pts_perf_pt_info pt;
+		CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, NULL), 0);
+		if (perf) {
+			CHECK_EQ(pts_perf_pt_info(perf, &pt), 0);
+			CHECK_EQ(pt.tsc_ctc_n, 0);
+			CHECK_EQ(pt.per_cpu_mmaps, 1);
+		}
+		pts_perf_close(perf);
+		free(copy);
+	}
+	synth_buf_free(&b);
+}
+
+/* Deterministic byte flips over both modes: only "no crash" is asked. */
+static void test_flips(void)
+{
+	struct synth_buf b = {0};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int pipe = 0; pipe < 2; pipe++) {
+		struct synth_opts o = {.pipe = pipe, .unaligned = pipe,
+				       .features = !pipe};
+		for (int round = 0; round < 3000; round++) {
+			synth_perf_data(&b, &o);
+			for (int k = 0; k < 1 + round % 4; k++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				b.data[x % b.len] ^= (uint8_t)(x >> 32 | 1);
+			}
+			uint8_t *copy;
+			struct pts_perf *perf;
+			if (open_copy(b.data, b.len, &copy, &perf, NULL) >= 0)
+				touch_all(perf);
+			pts_perf_close(perf);
+			free(copy);
+		}
+	}
+	synth_buf_free(&b);
+}
+
+static void test_tsc(void)
+{
+	const uint64_t ref = 0x0123456789abcdefull;
+	CHECK_EQ(pts_perf_tsc_extend(ref & 0xffffffffffffffull, ref), ref);
+	/* the 56-bit counter wrapped after the packet: one span back */
+	CHECK_EQ(pts_perf_tsc_extend(0xfffffffffffff0ull, 0x0200000000000010ull),
+		 0x01fffffffffffff0ull);
+	/* the packet is later than the reference by a little */
+	CHECK_EQ(pts_perf_tsc_extend(0x10, 0x01fffffffffffff0ull),
+		 0x0200000000000010ull);
+	struct pts_perf_time_conv tc = {.valid = 1, .time_shift = 10,
+					.time_mult = 3, .time_zero = 100};
+	CHECK_EQ(pts_perf_tsc_to_time(&tc, 1024 * 5 + 512), 100 + 15 + 1);
+	tc.valid = 0;
+	CHECK_EQ(pts_perf_tsc_to_time(&tc, 12345), 0);
+	CHECK(strcmp(pts_perf_record_name(71), "AUXTRACE") == 0);
+	CHECK(strcmp(pts_perf_record_name(63), "UNKNOWN") == 0);
+}
+
+/* Snapshot mode: a buffer that starts before the previous one ends has its
+ * repeated front trimmed, and then continues it. */
+static void test_overlap(void)
+{
+	struct synth_buf b = {0};
+	struct synth_opts o = {.overlap = 1};
+	uint8_t *copy;
+	struct pts_perf *perf;
+	synth_perf_data(&b, &o);
+	CHECK_EQ(open_copy(b.data, b.len, &copy, &perf, NULL), 0);
+	if (perf) {
+		struct pts_perf_pt_info pt;
+		CHECK_EQ(pts_perf_pt_info(perf, &pt), 0);
+		CHECK_EQ(pt.snapshot_mode, 1);
+		const struct pts_perf_buffer *b0 = pts_perf_queue_buffer(perf, 1, 0);
+		const struct pts_perf_buffer *b1 = pts_perf_queue_buffer(perf, 1, 1);
+		CHECK(b0 && b1);
+		if (b0 && b1) {
+			CHECK_EQ(b0->use_size, SYNTH_CPU1_BUF);
+			CHECK_EQ(b1->skip, 8);
+			CHECK_EQ(b1->use_size, SYNTH_CPU1_BUF - 8);
+			CHECK(b1->consecutive);
+			CHECK(b1->data == copy + b1->data_offset + 8);
+		}
+		CHECK_EQ(pts_perf_queue_get(perf, 1)->bytes, 2 * SYNTH_CPU1_BUF - 8);
+	}
+	pts_perf_close(perf);
+	free(copy);
+	synth_buf_free(&b);
+}
+
+static void write_seeds(const char *dir)
+{
+	static const struct synth_opts variants[] = {
+		{0, 0, 0, 0, 0}, {0, 0, 1, 0, 0}, {1, 1, 0, 0, 0},
+		{1, 0, 0, 10, 0}, {0, 0, 0, 0, 1}};
+	struct synth_buf b = {0};
+	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/synth-%s-%zu.data", dir,
+			 variants[i].pipe ? "pipe" : "file", i);
+		synth_perf_data(&b, &variants[i]);
+		FILE *f = fopen(path, "wb");
+		if (f) {
+			fwrite(b.data, 1, b.len, f);
+			fclose(f);
+		}
+	}
+	/* a capture cut inside the first AUXTRACE payload */
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/synth-file-truncated.data", dir);
+	synth_perf_data(&b, &variants[0]);
+	FILE *f = fopen(path, "wb");
+	if (f) {
+		fwrite(b.data, 1, (size_t)synth_auxtrace_offset + 48 + 10, f);
+		fclose(f);
+	}
+	synth_buf_free(&b);
+}
+
+int main(void)
+{
+	const char *seeds = getenv("PTS_WRITE_SEEDS");
+	if (seeds)
+		write_seeds(seeds);
+	test_modes();
+	test_features();
+	test_truncation(0);
+	test_truncation(1);
+	test_corruption();
+	test_flips();
+	test_tsc();
+	test_overlap();
+	return pts_check_exit();
+}

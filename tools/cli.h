@@ -1,0 +1,83 @@
+/* Helpers every ptscope subcommand shares: messages, option parsing,
+ * number parsing, opening the trace, and a buffered standard output.
+ *
+ * Conventions:
+ * - Messages go to stderr as "ptscope <cmd>: <text>".
+ * - Exit status: PTS_EXIT_OK, PTS_EXIT_ERRORS (the input had errors),
+ *   PTS_EXIT_USAGE (bad usage or I/O error).
+ * - Options use getopt_long; call pts_cli_getopt() in a loop and hand
+ *   '?' and ':' to pts_cli_bad_option().
+ */
+#ifndef PTS_TOOLS_CLI_H
+#define PTS_TOOLS_CLI_H
+
+#include <ptscope/packets.h>
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { PTS_EXIT_OK = 0, PTS_EXIT_ERRORS = 1, PTS_EXIT_USAGE = 2 };
+
+/* "ptscope <cmd>: <message>\n" on stderr. */
+void pts_cli_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The message, then "Try 'ptscope <cmd> --help'."; returns PTS_EXIT_USAGE. */
+int pts_cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* getopt_long() with our settings: no messages from getopt itself (we
+ * print our own) and options only before the operands are not required
+ * (GNU permutation stays on). @shortopts should start with ':'. */
+int pts_cli_getopt(int argc, char **argv, const char *shortopts,
+		   const struct option *longopts);
+
+/* Reports the option getopt rejected ('?' unknown, ':' missing
+ * argument); returns PTS_EXIT_USAGE. */
+int pts_cli_bad_option(const char *cmd, int ret, char **argv);
+
+/* Parses an unsigned number (decimal, 0x hex, 0 octal) no larger than
+ * @max for option @opt. Returns 0, or prints why not and returns -1. */
+int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
+		      uint64_t max, uint64_t *value);
+
+/* Opens the trace @path ("-" = standard input) with pts_source_open().
+ * Returns 0, or prints why not and returns -1. */
+int pts_cli_open_trace(const char *cmd, const char *path,
+		       struct pts_source **src);
+
+/* Seconds on a monotonic clock, for throughput figures. */
+double pts_cli_now(void);
+
+/* A buffered writer: lines are formatted straight into one big buffer
+ * that goes out with fwrite() in large blocks. */
+struct pts_out {
+	FILE *file;
+	char *buf;
+	size_t len;
+	size_t cap;
+	int failed; /* a write failed (errno kept) */
+};
+
+/* Returns 0, or -1 on no memory. */
+int pts_out_init(struct pts_out *out, FILE *file, size_t cap);
+/* Room for at least @n more bytes (flushes when needed): a pointer to the
+ * free space; its size is pts_out_room(). */
+char *pts_out_reserve(struct pts_out *out, size_t n);
+static inline size_t pts_out_room(const struct pts_out *out)
+{
+	return out->cap - out->len;
+}
+/* Keeps @n bytes written at the pointer pts_out_reserve() gave. */
+static inline void pts_out_commit(struct pts_out *out, size_t n)
+{
+	out->len += n;
+}
+void pts_out_puts(struct pts_out *out, const char *s);
+/* Writes what is buffered; returns 0 or -1 (also kept in @failed). */
+int pts_out_flush(struct pts_out *out);
+/* Flushes and frees; returns 0 or -1 when any write failed. */
+int pts_out_fini(struct pts_out *out);
+
+#endif /* PTS_TOOLS_CLI_H */

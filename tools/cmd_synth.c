@@ -1,0 +1,574 @@
+/* ptscope synth: makes a trace, the bytes a real Intel CPU would write for
+ * a known instruction flow, plus that flow as ground truth, the flow a
+ * correct decoder must print, and the configuration file the other
+ * subcommands read with --config (formats: fixtures/FORMATS.md). */
+#include "cli.h"
+#include "commands.h"
+#include "synth/synth_run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char cmd[] = "synth";
+
+static void help(void)
+{
+	fputs("usage: ptscope synth (--walk ELF[:BASE] | --run PROGRAM [ARGS])\n"
+	      "                     -o TRACE [OPTIONS]\n"
+	      "\n"
+	      "Synthesizes an Intel PT trace for a known instruction flow:\n"
+	      "a seeded walk over the machine code of ELF, or a real run of\n"
+	      "PROGRAM single-stepped with ptrace (user space only).\n"
+	      "\n"
+	      "outputs:\n"
+	      "  -o, --output=TRACE    the raw trace\n"
+	      "      --truth=FILE      every executed instruction, hidden ones\n"
+	      "                        with why, events, timing marks\n"
+	      "      --visible=FILE    the flow a correct decoder prints\n"
+	      "      --config-out=FILE the trace configuration (--config)\n"
+	      "flow:\n"
+	      "      --insns=N         instructions (1000..1000000000;\n"
+	      "                        default 100000; a run stops at exit)\n"
+	      "      --seed=N          the walk's seed (default 1)\n"
+	      "      --start=ADDR|SYM  where the walk starts (default: entry)\n"
+	      "      --no-kernel       SYSCALLs and interrupts do not visit\n"
+	      "                        the kernel stub (SYSCALL restarts)\n"
+	      "packets:\n"
+	      "      --psb-period=N    bytes between PSBs (default 4096)\n"
+	      "      --no-retcomp      DisRETC: no return compression\n"
+	      "      --ret-nocomp-rate=R  compressible RETs sent as TIP anyway\n"
+	      "      --long-tnt        pack up to 47 results into TNT-64\n"
+	      "      --user-only       OS=0: ring 0 is not traced\n"
+	      "      --filter=A-B      IP filter range (ADDRn, inclusive; <= 4)\n"
+	      "      --tracestop=A-B   TraceStop range\n"
+	      "      --cr3=V --cr3-match=V   the process CR3; CR3 filter\n"
+	      "timing:\n"
+	      "      --tsc --mtc[=N] --cyc[=THRESH]   TSCEn, MTCEn with\n"
+	      "                        MTCFreq N (3), CYCEn with CycThresh\n"
+	      "      --cpi=Q8          core cycles per instruction x 256 (384)\n"
+	      "      --tsc-ratio=EAX:EBX   CPUID 0x15 (2:200)\n"
+	      "      --nom=N --cbr=N   nominal and starting core:bus ratio (24)\n"
+	      "      --freq-rate=R     frequency changes (CBR + TSC)\n"
+	      "events (R: per million instructions):\n"
+	      "      --async-rate=R    interrupts (FUP + TIP / TIP.PGD)\n"
+	      "      --ovf-rate=R --ovf-len=N   internal overflows\n"
+	      "      --enclave=BEGIN-END:production|debug[,entry=A][,aep=A]\n"
+	      "                        an enclave, END exclusive; addresses may\n"
+	      "                        be symbols of the ELF (sym or sym+0x10)\n"
+	      "      --aex-rate=R      asynchronous exits inside enclaves\n"
+	      "  -q, --quiet           no summary on stderr\n"
+	      "  -h, --help            this text\n",
+	      stdout);
+}
+
+enum {
+	OPT_WALK = 256, OPT_RUN, OPT_TRUTH, OPT_VISIBLE, OPT_CONFIG_OUT,
+	OPT_INSNS, OPT_SEED, OPT_START, OPT_NO_KERNEL, OPT_PSB, OPT_NO_RETC,
+	OPT_RET_NOCOMP, OPT_LONG_TNT, OPT_USER_ONLY, OPT_FILTER, OPT_STOP,
+	OPT_CR3, OPT_CR3_MATCH, OPT_TSC, OPT_MTC, OPT_CYC, OPT_CPI,
+	OPT_TSC_RATIO, OPT_NOM, OPT_CBR, OPT_FREQ_RATE, OPT_ASYNC, OPT_OVF,
+	OPT_OVF_LEN, OPT_ENCLAVE, OPT_AEX
+};
+
+static const struct option longopts[] = {
+	{"walk", required_argument, NULL, OPT_WALK},
+	{"run", no_argument, NULL, OPT_RUN},
+	{"output", required_argument, NULL, 'o'},
+	{"truth", required_argument, NULL, OPT_TRUTH},
+	{"visible", required_argument, NULL, OPT_VISIBLE},
+	{"config-out", required_argument, NULL, OPT_CONFIG_OUT},
+	{"insns", required_argument, NULL, OPT_INSNS},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"start", required_argument, NULL, OPT_START},
+	{"no-kernel", no_argument, NULL, OPT_NO_KERNEL},
+	{"psb-period", required_argument, NULL, OPT_PSB},
+	{"no-retcomp", no_argument, NULL, OPT_NO_RETC},
+	{"ret-nocomp-rate", required_argument, NULL, OPT_RET_NOCOMP},
+	{"long-tnt", no_argument, NULL, OPT_LONG_TNT},
+	{"user-only", no_argument, NULL, OPT_USER_ONLY},
+	{"filter", required_argument, NULL, OPT_FILTER},
+	{"tracestop", required_argument, NULL, OPT_STOP},
+	{"cr3", required_argument, NULL, OPT_CR3},
+	{"cr3-match", required_argument, NULL, OPT_CR3_MATCH},
+	{"tsc", no_argument, NULL, OPT_TSC},
+	{"mtc", optional_argument, NULL, OPT_MTC},
+	{"cyc", optional_argument, NULL, OPT_CYC},
+	{"cpi", required_argument, NULL, OPT_CPI},
+	{"tsc-ratio", required_argument, NULL, OPT_TSC_RATIO},
+	{"nom", required_argument, NULL, OPT_NOM},
+	{"cbr", required_argument, NULL, OPT_CBR},
+	{"freq-rate", required_argument, NULL, OPT_FREQ_RATE},
+	{"async-rate", required_argument, NULL, OPT_ASYNC},
+	{"ovf-rate", required_argument, NULL, OPT_OVF},
+	{"ovf-len", required_argument, NULL, OPT_OVF_LEN},
+	{"enclave", required_argument, NULL, OPT_ENCLAVE},
+	{"aex-rate", required_argument, NULL, OPT_AEX},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+struct synth_cli {
+	struct syn_options o;
+	const char *walk, *output, *truth, *visible, *config_out, *start;
+	char **run_argv;
+	const char *ranges[4];
+	uint8_t range_cfg[4];
+	unsigned n_ranges;
+	const char *enclaves[8];
+	unsigned n_enclaves;
+	int quiet;
+};
+
+/* A number, or SYMBOL[+OFFSET] of the walked image. */
+static int parse_addr(struct pts_image *img, const char *text, uint64_t *v)
+{
+	char *end;
+	if (text[0] >= '0' && text[0] <= '9') {
+		*v = strtoull(text, &end, 0);
+		return *end ? -1 : 0;
+	}
+	char name[128];
+	const char *plus = strchr(text, '+');
+	size_t n = plus ? (size_t)(plus - text) : strlen(text);
+	if (!img || n >= sizeof(name))
+		return -1;
+	memcpy(name, text, n);
+	name[n] = '\0';
+	const struct pts_symbol *sym = pts_image_symbol_find(img, 0, name);
+	if (!sym)
+		return -1;
+	uint64_t off = 0;
+	if (plus) {
+		off = strtoull(plus + 1, &end, 0);
+		if (*end)
+			return -1;
+	}
+	*v = sym->addr + off;
+	return 0;
+}
+
+/* "A-B" with A and B addresses (symbols allowed). */
+static int parse_range(struct pts_image *img, const char *text, uint64_t *a,
+		       uint64_t *b)
+{
+	char buf[256];
+	if (strlen(text) >= sizeof(buf))
+		return -1;
+	strcpy(buf, text);
+	char *dash = strchr(buf, '-');
+	if (!dash)
+		return -1;
+	*dash = '\0';
+	return parse_addr(img, buf, a) < 0 || parse_addr(img, dash + 1, b) < 0
+		       ? -1
+		       : 0;
+}
+
+static int parse_enclave(struct pts_image *img, const char *text,
+			 struct pts_config *cfg)
+{
+	char buf[512];
+	struct pts_enclave enc;
+	uint64_t entry = 0;
+	memset(&enc, 0, sizeof(enc));
+	if (strlen(text) >= sizeof(buf))
+		return -1;
+	strcpy(buf, text);
+	char *colon = strchr(buf, ':');
+	if (!colon)
+		return -1;
+	*colon = '\0';
+	if (parse_range(img, buf, &enc.begin, &enc.end) < 0 ||
+	    enc.end <= enc.begin)
+		return -1;
+	char *save = NULL;
+	char *kind = strtok_r(colon + 1, ",", &save);
+	if (!kind)
+		return -1;
+	if (strcmp(kind, "production") == 0)
+		enc.kind = PTS_ENCLAVE_PRODUCTION;
+	else if (strcmp(kind, "debug") == 0)
+		enc.kind = PTS_ENCLAVE_DEBUG;
+	else
+		return -1;
+	for (char *opt; (opt = strtok_r(NULL, ",", &save));) {
+		char *eq = strchr(opt, '=');
+		uint64_t v;
+		if (!eq)
+			return -1;
+		*eq = '\0';
+		if (parse_addr(img, eq + 1, &v) < 0)
+			return -1;
+		if (strcmp(opt, "entry") == 0) {
+			entry = v;
+		} else if (strcmp(opt, "aep") == 0) {
+			enc.aep = v;
+			enc.has_aep = 1;
+		} else if (strcmp(opt, "eexit") == 0 &&
+			   enc.n_eexit < PTS_ENCLAVE_MAX_EEXIT) {
+			enc.eexit[enc.n_eexit++] = v;
+		} else {
+			return -1;
+		}
+	}
+	return pts_config_add_enclave(cfg, &enc, entry) < 0 ? -1 : 0;
+}
+
+static int rate(const char *arg, uint32_t *v)
+{
+	uint64_t x;
+	if (pts_cli_parse_u64(cmd, "rate", arg, 1000000, &x) < 0)
+		return -1;
+	*v = (uint32_t)x;
+	return 0;
+}
+
+static int parse_args(struct synth_cli *c, int argc, char **argv)
+{
+	int ret;
+	uint64_t v;
+	syn_options_default(&c->o);
+	while ((ret = pts_cli_getopt(argc, argv, ":o:qh", longopts)) != -1) {
+		int bad = 0;
+		switch (ret) {
+		case 'h':
+			help();
+			exit(0);
+		case 'q': c->quiet = 1; break;
+		case 'o': c->output = optarg; break;
+		case OPT_WALK: c->walk = optarg; break;
+		case OPT_RUN: c->run_argv = (char **)1; break;
+		case OPT_TRUTH: c->truth = optarg; break;
+		case OPT_VISIBLE: c->visible = optarg; break;
+		case OPT_CONFIG_OUT: c->config_out = optarg; break;
+		case OPT_START: c->start = optarg; break;
+		case OPT_INSNS:
+			bad = pts_cli_parse_u64(cmd, "--insns", optarg,
+						1000000000, &c->o.insns) < 0 ||
+			      c->o.insns < 1000;
+			break;
+		case OPT_SEED:
+			bad = pts_cli_parse_u64(cmd, "--seed", optarg,
+						UINT64_MAX, &c->o.seed) < 0;
+			break;
+		case OPT_NO_KERNEL: c->o.kernel = 0; break;
+		case OPT_PSB:
+			bad = pts_cli_parse_u64(cmd, "--psb-period", optarg,
+						1ull << 30, &c->o.psb_period) < 0;
+			break;
+		case OPT_NO_RETC: c->o.retcomp = 0; break;
+		case OPT_RET_NOCOMP: bad = rate(optarg, &c->o.ret_nocomp_rate); break;
+		case OPT_LONG_TNT: c->o.long_tnt = 1; break;
+		case OPT_USER_ONLY: c->o.user_only = 1; break;
+		case OPT_FILTER:
+		case OPT_STOP:
+			if (c->n_ranges == 4)
+				return pts_cli_usage_error(cmd, "at most 4 ranges");
+			c->range_cfg[c->n_ranges] =
+				ret == OPT_FILTER ? PTS_ADDR_FILTER : PTS_ADDR_STOP;
+			c->ranges[c->n_ranges++] = optarg;
+			break;
+		case OPT_CR3:
+			bad = pts_cli_parse_u64(cmd, "--cr3", optarg, UINT64_MAX,
+						&c->o.cr3) < 0;
+			break;
+		case OPT_CR3_MATCH:
+			c->o.cr3_filter = 1;
+			bad = pts_cli_parse_u64(cmd, "--cr3-match", optarg,
+						UINT64_MAX, &c->o.cr3_match) < 0;
+			break;
+		case OPT_TSC: c->o.tsc = 1; break;
+		case OPT_MTC:
+			c->o.mtc = 1;
+			if (optarg) {
+				bad = pts_cli_parse_u64(cmd, "--mtc", optarg, 15,
+							&v) < 0;
+				c->o.mtc_freq = (uint8_t)v;
+			}
+			break;
+		case OPT_CYC:
+			c->o.cyc = 1;
+			if (optarg) {
+				bad = pts_cli_parse_u64(cmd, "--cyc", optarg, 15,
+							&v) < 0;
+				c->o.cyc_thresh = (uint8_t)v;
+			}
+			break;
+		case OPT_CPI:
+			bad = pts_cli_parse_u64(cmd, "--cpi", optarg, 1 << 16,
+						&v) < 0 || !v;
+			c->o.cpi_q8 = (uint32_t)v;
+			break;
+		case OPT_TSC_RATIO: {
+			unsigned a, b;
+			bad = sscanf(optarg, "%u:%u", &a, &b) != 2 || !a || !b ||
+			      b / a >= 512;
+			c->o.eax = a;
+			c->o.ebx = b;
+			break;
+		}
+		case OPT_NOM:
+		case OPT_CBR:
+			bad = pts_cli_parse_u64(cmd, "ratio", optarg, 255, &v) < 0 ||
+			      !v;
+			if (ret == OPT_NOM)
+				c->o.nom_ratio = (uint8_t)v;
+			else
+				c->o.cbr = (uint8_t)v;
+			break;
+		case OPT_FREQ_RATE: bad = rate(optarg, &c->o.freq_rate); break;
+		case OPT_ASYNC: bad = rate(optarg, &c->o.async_rate); break;
+		case OPT_OVF: bad = rate(optarg, &c->o.ovf_rate); break;
+		case OPT_OVF_LEN:
+			bad = pts_cli_parse_u64(cmd, "--ovf-len", optarg, 1000000,
+						&v) < 0 || !v;
+			c->o.ovf_len = (uint32_t)v;
+			break;
+		case OPT_ENCLAVE:
+			if (c->n_enclaves == 8)
+				return pts_cli_usage_error(cmd, "at most 8 enclaves");
+			c->enclaves[c->n_enclaves++] = optarg;
+			break;
+		case OPT_AEX: bad = rate(optarg, &c->o.aex_rate); break;
+		default:
+			return pts_cli_bad_option(cmd, ret, argv);
+		}
+		if (bad)
+			return pts_cli_usage_error(cmd, "bad value for %s",
+						   argv[optind - 1]);
+	}
+	if (!c->output)
+		return pts_cli_usage_error(cmd, "-o TRACE is required");
+	if (c->run_argv) {
+		if (c->walk || optind >= argc)
+			return pts_cli_usage_error(
+				cmd, "--run takes PROGRAM [ARGS], not --walk");
+		c->run_argv = argv + optind;
+		/* User space only: the kernel is never seen (OS=0). */
+		c->o.user_only = 1;
+		c->o.kernel = 1;
+		if (c->o.insns == 100000)
+			c->o.insns = 1000000000;
+	} else if (!c->walk || optind != argc) {
+		return pts_cli_usage_error(cmd, "give --walk ELF or --run PROGRAM");
+	}
+	return 0;
+}
+
+static FILE *open_out(const char *path)
+{
+	if (!path)
+		return NULL;
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		pts_cli_error(cmd, "cannot write %s", path);
+	return f;
+}
+
+/* The directory of @path ("." when none), for relative image paths. */
+static char *dir_of(const char *path)
+{
+	char *d = strdup(path);
+	char *slash = d ? strrchr(d, '/') : NULL;
+	if (slash)
+		*slash = '\0';
+	else if (d)
+		strcpy(d, ".");
+	return d;
+}
+
+static int write_config(struct synth_cli *c, struct pts_config *cfg)
+{
+	if (!c->config_out)
+		return 0;
+	syn_options_to_config(&c->o, cfg);
+	if (!c->o.user_only && c->o.kernel) {
+		/* Ring 0 is traced: the decoder needs the stub's bytes. */
+		size_t n = strlen(c->output);
+		char *kpath = malloc(n + 7);
+		if (!kpath)
+			return -1;
+		memcpy(kpath, c->output, n);
+		strcpy(kpath + n, ".kstub");
+		FILE *k = fopen(kpath, "wb");
+		int ok = k && fwrite(syn_kstub, 1, sizeof(syn_kstub), k) ==
+				      sizeof(syn_kstub);
+		if (k && fclose(k))
+			ok = 0;
+		struct pts_image_spec img = {PTS_IMAGE_RAW, kpath, 0, 0,
+					     sizeof(syn_kstub), SYN_KSTUB_BASE};
+		int err = ok ? pts_config_add_image(cfg, &img) : -1;
+		free(kpath);
+		if (err < 0) {
+			pts_cli_error(cmd, "cannot write the kernel stub");
+			return -1;
+		}
+	}
+	FILE *f = open_out(c->config_out);
+	char *dir = dir_of(c->config_out);
+	int err = f && dir ? pts_config_write(cfg, dir, f) : -1;
+	free(dir);
+	if (f && fclose(f))
+		err = -1;
+	if (err < 0)
+		pts_cli_error(cmd, "cannot write %s", c->config_out);
+	return err < 0 ? -1 : 0;
+}
+
+int pts_cmd_synth(int argc, char **argv)
+{
+	struct synth_cli c;
+	memset(&c, 0, sizeof(c));
+	int ret = parse_args(&c, argc, argv);
+	if (ret)
+		return ret;
+
+	int status = PTS_EXIT_USAGE, err;
+	struct pts_config cfg;
+	struct pts_image *img = NULL;
+	struct syn_walk *walk = NULL;
+	struct syn_run *run = NULL;
+	struct syn_emitter *em = NULL;
+	struct syn_truth *truth = NULL;
+	FILE *out = NULL, *ftruth = NULL, *fvis = NULL;
+	struct syn_sink *sink = malloc(sizeof(*sink));
+	pts_config_init(&cfg);
+	if (!sink)
+		goto done;
+
+	if (c.walk) {
+		img = pts_image_new();
+		if (!img || (err = pts_image_add_elf_spec(img, 0, c.walk)) < 0) {
+			pts_cli_error(cmd, "%s: %s", c.walk,
+				      img ? pts_strerror(err) : "no memory");
+			goto done;
+		}
+	}
+	for (unsigned i = 0; i < c.n_ranges; i++) {
+		if (parse_range(img, c.ranges[i], &c.o.addr_a[i],
+				&c.o.addr_b[i]) < 0 ||
+		    c.o.addr_a[i] > c.o.addr_b[i]) {
+			pts_cli_usage_error(cmd, "bad range '%s'", c.ranges[i]);
+			goto done;
+		}
+		c.o.addr_cfg[i] = c.range_cfg[i];
+	}
+	c.o.n_addr = (uint8_t)c.n_ranges;
+	for (unsigned i = 0; i < c.n_enclaves; i++)
+		if (parse_enclave(img, c.enclaves[i], &cfg) < 0) {
+			pts_cli_usage_error(cmd, "bad enclave '%s'", c.enclaves[i]);
+			goto done;
+		}
+
+	struct syn_driver d;
+	memset(&d, 0, sizeof(d));
+	if (c.walk) {
+		uint64_t start = 0;
+		const char *elf = c.walk;
+		if (c.start && parse_addr(img, c.start, &start) < 0) {
+			pts_cli_usage_error(cmd, "bad --start '%s'", c.start);
+			goto done;
+		}
+		if (!c.start) {
+			const struct pts_symbol *s =
+				pts_image_symbol_find(img, 0, "_start");
+			start = s ? s->addr : 0;
+		}
+		if ((err = syn_walk_new(&c.o, &cfg, img, start, &walk)) < 0) {
+			pts_cli_error(cmd, "%s: %s", elf, pts_strerror(err));
+			goto done;
+		}
+		d.start = syn_walk_ip(walk);
+		d.start_where = syn_walk_where(walk);
+		d.source = walk;
+		d.next = syn_walk_source_next;
+		d.restart_here = syn_walk_source_restart;
+	} else {
+		if ((err = syn_run_start(&c.o, c.run_argv, &run)) < 0) {
+			pts_cli_error(cmd, "cannot run %s", c.run_argv[0]);
+			goto done;
+		}
+		d.start = syn_run_ip(run);
+		d.start_where = (struct syn_where){3, -1};
+		d.source = run;
+		d.next = syn_run_next;
+	}
+
+	out = open_out(c.output);
+	if (!out || (c.truth && !(ftruth = open_out(c.truth))) ||
+	    (c.visible && !(fvis = open_out(c.visible))))
+		goto done;
+	syn_sink_init(sink, out);
+	em = syn_emit_new(&c.o, &cfg, sink);
+	truth = (ftruth || fvis) ? syn_truth_new(ftruth, fvis) : NULL;
+	if (!em || ((ftruth || fvis) && !truth))
+		goto done;
+	d.o = &c.o;
+	d.cfg = &cfg;
+	d.em = em;
+	d.truth = truth;
+	double t0 = pts_cli_now();
+	err = syn_drive(&d);
+	double dt = pts_cli_now() - t0;
+	if (err < 0) {
+		pts_cli_error(cmd, "synthesis failed: %s", pts_strerror(err));
+		status = PTS_EXIT_ERRORS;
+		goto done;
+	}
+	if (c.walk) {
+		/* The ELF as given on the command line ("FILE[:BASE]"). */
+		char *path = strdup(c.walk);
+		char *colon = path ? strrchr(path, ':') : NULL;
+		struct pts_image_spec is = {PTS_IMAGE_ELF, path, 0, 0, 0, 0};
+		if (colon) {
+			*colon = '\0';
+			is.base = strtoull(colon + 1, NULL, 0);
+		}
+		err = path ? pts_config_add_image(&cfg, &is) : -1;
+		free(path);
+	} else {
+		err = syn_run_images(run, &cfg);
+	}
+	if (err < 0 || write_config(&c, &cfg) < 0)
+		goto done;
+	if (syn_truth_free(truth) < 0) {
+		truth = NULL;
+		pts_cli_error(cmd, "cannot write the truth");
+		goto done;
+	}
+	truth = NULL;
+	if (!c.quiet) {
+		struct syn_emit_stats st;
+		syn_emit_stats(em, &st);
+		fprintf(stderr,
+			"ptscope synth: %llu instructions (%llu visible), "
+			"%llu bytes, %llu packets, %llu PSB, %llu OVF, "
+			"%.2f s (%.1f M insn/s)\n",
+			(unsigned long long)d.insns,
+			(unsigned long long)d.visible,
+			(unsigned long long)sink->total,
+			(unsigned long long)st.packets,
+			(unsigned long long)st.psbs,
+			(unsigned long long)st.ovfs, dt,
+			dt > 0 ? (double)d.insns / dt / 1e6 : 0.0);
+	}
+	status = PTS_EXIT_OK;
+done:
+	syn_truth_free(truth);
+	if (out && fclose(out) && status == PTS_EXIT_OK) {
+		pts_cli_error(cmd, "cannot write %s", c.output);
+		status = PTS_EXIT_USAGE;
+	}
+	if (ftruth)
+		fclose(ftruth);
+	if (fvis)
+		fclose(fvis);
+	syn_emit_free(em);
+	syn_walk_free(walk);
+	syn_run_free(run);
+	pts_image_free(img);
+	pts_config_fini(&cfg);
+	free(sink);
+	return status;
+}

@@ -1,0 +1,480 @@
+/* ptscope windows: when tracing was on, when it was off, why, and (with
+ * --verify) whether anything is wrong. Streams the trace through the packet
+ * decoder into the windows model (windows.h) and prints its records as a
+ * table or as JSON lines, then a summary. */
+#include "cli.h"
+#include "commands.h"
+#include "windows_report.h"
+
+#include <ptscope/model.h>
+#include <ptscope/perfdata.h>
+#include <ptscope/windows.h>
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char cmd[] = "windows";
+
+struct windows {
+	struct pts_winrep_opts opts;
+	uint8_t perf;     /* TRACE is a perf.data file */
+	uint8_t have_cfg; /* --config or a configuration option was given */
+	const char *trace;
+	const char *config_path;
+	struct pts_config config; /* --config, then the options on top */
+	struct pts_pkt_config pkt_config;
+	struct pts_out out;
+};
+
+static void help(void)
+{
+	fputs("usage: ptscope windows [OPTIONS] TRACE\n"
+	      "\n"
+	      "Says when tracing was on (windows: PacketEn = 1), when it was\n"
+	      "off (gaps) and why, from the packets of a raw Intel PT trace\n"
+	      "(TRACE; '-' reads standard input), the configuration and the\n"
+	      "enclave map. Gap causes: enclave, cpl, cr3, ip-filter,\n"
+	      "tracestop, disabled, overflow, decode-error, truncated,\n"
+	      "needs-images (only the code can tell; candidates listed),\n"
+	      "unknown.\n"
+	      "\n"
+	      "options:\n"
+	      "      --config=FILE     trace configuration (ptscope-config 1)\n"
+	      "      --enclave=SPEC    BEGIN-END:production|debug[,aep=ADDR]\n"
+	      "                        [,eexit=ADDR][,name=N]; END exclusive;\n"
+	      "                        repeat for several enclaves\n"
+	      "      --ctl=VALUE       IA32_RTIT_CTL as traced\n"
+	      "      --ring=R          user, kernel or both: sets CTL.OS/User\n"
+	      "      --filter=A-B      an IP filter range (ADDRn_CFG=1)\n"
+	      "      --stop-range=A-B  a TraceStop range (ADDRn_CFG=2)\n"
+	      "      --cr3=VALUE       IA32_RTIT_CR3_MATCH\n"
+	      "      --cpuid15=EAX:EBX[:ECX]  CPUID 0x15 (TSC/crystal ratio)\n"
+	      "      --nom-freq=N      MSR_PLATFORM_INFO[15:8] (CYC timing)\n"
+	      "      --mtc-freq=N      CTL.MTCFreq when --ctl is not given\n"
+	      "      --cpu=CPU         FAMILY/MODEL[/STEPPING] (errata)\n"
+	      "      --no-sync         decode from byte 0, not the first PSB\n"
+	      "      --perf            TRACE is a perf.data file: one report\n"
+	      "                        per AUX queue (CPU or thread); its PT\n"
+	      "                        event gives the configuration, options\n"
+	      "                        override it\n"
+	      "      --verify          check the rules of gap verification and\n"
+	      "                        print each violation\n"
+	      "  -f, --format=FMT      text (default) or jsonl\n"
+	      "  -h, --help            this text\n"
+	      "\n"
+	      "Options given after --config override its values.\n"
+	      "Exit status: 0 clean, 1 --verify found violations, 2 usage or\n"
+	      "I/O error.\n",
+	      stdout);
+}
+
+/* --- options ---------------------------------------------------------------- */
+
+static int set_ring(struct pts_trace_config *tc, const char *arg)
+{
+	uint64_t bits;
+
+	if (strcmp(arg, "user") == 0)
+		bits = PTS_CTL_USER;
+	else if (strcmp(arg, "kernel") == 0)
+		bits = PTS_CTL_OS;
+	else if (strcmp(arg, "both") == 0)
+		bits = PTS_CTL_USER | PTS_CTL_OS;
+	else
+		return -1;
+	if (!(tc->known & PTS_CFG_CTL))
+		tc->ctl = PTS_CTL_TRACEEN | PTS_CTL_BRANCHEN;
+	tc->ctl = (tc->ctl & ~(PTS_CTL_OS | PTS_CTL_USER)) | bits;
+	tc->known |= PTS_CFG_CTL;
+	return 0;
+}
+
+static int set_cpuid15(struct pts_trace_config *tc, const char *arg)
+{
+	unsigned long long v[3] = {0, 0, 0};
+	int n = 0;
+	char *end;
+	const char *s = arg;
+
+	while (n < 3) {
+		v[n++] = strtoull(s, &end, 0);
+		if (end == s)
+			return -1;
+		if (*end == '\0')
+			break;
+		if (*end != ':')
+			return -1;
+		s = end + 1;
+	}
+	if (n < 2 || *end || v[0] > UINT32_MAX || v[1] > UINT32_MAX ||
+	    v[2] > UINT32_MAX)
+		return -1;
+	tc->cpuid_15_eax = (uint32_t)v[0];
+	tc->cpuid_15_ebx = (uint32_t)v[1];
+	tc->cpuid_15_ecx = (uint32_t)v[2];
+	tc->known |= PTS_CFG_CPUID15;
+	return 0;
+}
+
+/* The options that change the configuration, applied after --config. */
+static int apply_option(struct windows *w, int c, const char *arg)
+{
+	struct pts_trace_config *tc = &w->config.trace;
+	struct pts_enclave enc;
+	uint64_t v;
+
+	switch (c) {
+	case 'E':
+		if (pts_enclave_parse(arg, &enc) < 0)
+			return pts_cli_usage_error(cmd, "--enclave: cannot parse "
+							"'%s'", arg);
+		if (pts_config_add_enclave(&w->config, &enc, 0) < 0)
+			return pts_cli_usage_error(cmd, "--enclave: '%s' not "
+							"added", arg);
+		return 0;
+	case 'c':
+		if (pts_cli_parse_u64(cmd, "--ctl", arg, UINT64_MAX, &v) < 0)
+			return PTS_EXIT_USAGE;
+		/* Keep ADDRn_CFG from --filter given before. */
+		tc->ctl = v;
+		tc->known |= PTS_CFG_CTL;
+		return 0;
+	case 'r':
+		if (set_ring(tc, arg) < 0)
+			return pts_cli_usage_error(cmd, "--ring: expected user, "
+							"kernel or both");
+		return 0;
+	case 'F':
+	case 'S': {
+		int err = pts_config_add_range(
+			tc, arg, c == 'F' ? PTS_ADDR_FILTER : PTS_ADDR_STOP);
+		if (err < 0)
+			return pts_cli_usage_error(cmd, "%s: %s",
+						   c == 'F' ? "--filter"
+							    : "--stop-range",
+						   err == -PTS_ERR_BAD_CONFIG
+							   ? "more than 4 ranges"
+							   : "expected A-B");
+		return 0;
+	}
+	case '3':
+		if (pts_cli_parse_u64(cmd, "--cr3", arg, UINT64_MAX,
+				      &tc->cr3_match) < 0)
+			return PTS_EXIT_USAGE;
+		tc->known |= PTS_CFG_CR3;
+		return 0;
+	case '5':
+		if (set_cpuid15(tc, arg) < 0)
+			return pts_cli_usage_error(cmd, "--cpuid15: expected "
+							"EAX:EBX[:ECX]");
+		return 0;
+	case 'N':
+		if (pts_cli_parse_u64(cmd, "--nom-freq", arg, 255, &v) < 0)
+			return PTS_EXIT_USAGE;
+		tc->nom_freq = (uint8_t)v;
+		tc->known |= PTS_CFG_NOMFREQ;
+		return 0;
+	case 'M':
+		if (pts_cli_parse_u64(cmd, "--mtc-freq", arg, 15, &v) < 0)
+			return PTS_EXIT_USAGE;
+		tc->mtc_freq = (uint8_t)v;
+		tc->known |= PTS_CFG_MTCFREQ;
+		return 0;
+	case 'C':
+		if (pts_cpu_parse(arg, &tc->cpu) < 0)
+			return pts_cli_usage_error(cmd, "--cpu: expected FAMILY/"
+							"MODEL[/STEPPING] or none");
+		w->pkt_config.cpu = tc->cpu;
+		return 0;
+	default:
+		return pts_cli_usage_error(cmd, "internal: option %c", c);
+	}
+}
+
+static const struct option longopts[] = {
+	{"config", required_argument, NULL, 'K'},
+	{"enclave", required_argument, NULL, 'E'},
+	{"ctl", required_argument, NULL, 'c'},
+	{"ring", required_argument, NULL, 'r'},
+	{"filter", required_argument, NULL, 'F'},
+	{"stop-range", required_argument, NULL, 'S'},
+	{"cr3", required_argument, NULL, '3'},
+	{"cpuid15", required_argument, NULL, '5'},
+	{"nom-freq", required_argument, NULL, 'N'},
+	{"mtc-freq", required_argument, NULL, 'M'},
+	{"cpu", required_argument, NULL, 'C'},
+	{"no-sync", no_argument, NULL, 'Y'},
+	{"perf", no_argument, NULL, 'P'},
+	{"verify", no_argument, NULL, 'V'},
+	{"format", required_argument, NULL, 'f'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* Two passes: the first finds --config (and the non-config options), the
+ * second applies the configuration options on top of the file. */
+static int parse_args(struct windows *w, int argc, char **argv)
+{
+	int c, err_line = 0, err;
+
+	while ((c = pts_cli_getopt(argc, argv, ":f:h", longopts)) != -1) {
+		switch (c) {
+		case 'K':
+			w->config_path = optarg;
+			break;
+		case 'Y':
+			w->pkt_config.no_sync = 1;
+			break;
+		case 'V':
+			w->opts.verify = 1;
+			break;
+		case 'P':
+			w->perf = 1;
+			break;
+		case 'f':
+			if (strcmp(optarg, "text") == 0)
+				w->opts.jsonl = 0;
+			else if (strcmp(optarg, "jsonl") == 0)
+				w->opts.jsonl = 1;
+			else
+				return pts_cli_usage_error(
+					cmd, "--format: expected text or "
+					     "jsonl, got '%s'", optarg);
+			break;
+		case 'h':
+			help();
+			return -1;
+		case '?':
+		case ':':
+			return pts_cli_bad_option(cmd, c, argv);
+		default:
+			w->have_cfg = 1;
+			break;
+		}
+	}
+	if (optind >= argc)
+		return pts_cli_usage_error(cmd, "no trace given");
+	if (optind + 1 < argc)
+		return pts_cli_usage_error(cmd, "one trace only, got '%s' too",
+					   argv[optind + 1]);
+	w->trace = argv[optind];
+	if (w->config_path) {
+		err = pts_config_load(&w->config, w->config_path, &err_line);
+		if (err < 0)
+			return pts_cli_usage_error(cmd, "%s%s%d: %s",
+						   w->config_path, ":",
+						   err_line, pts_strerror(err));
+		w->pkt_config.cpu = w->config.trace.cpu;
+		w->have_cfg = 1;
+	}
+	return 0;
+}
+
+/* Second pass: the configuration options, on top of --config (or of the
+ * perf.data event). */
+static int apply_options(struct windows *w, int argc, char **argv)
+{
+	int c, err;
+
+	optind = 1;
+	while ((c = pts_cli_getopt(argc, argv, ":f:h", longopts)) != -1) {
+		if (strchr("KYPVfh", c))
+			continue;
+		err = apply_option(w, c, optarg);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* --- raw traces ----------------------------------------------------------- */
+
+static int run_raw(struct windows *w)
+{
+	struct pts_source *src = NULL;
+	struct pts_pkt_decoder *dec;
+	struct pts_winrep rep;
+	struct pts_input chunk;
+	int r, status = PTS_EXIT_OK;
+
+	if (pts_cli_open_trace(cmd, w->trace, &src) < 0)
+		return PTS_EXIT_USAGE;
+	dec = pts_pkt_decoder_new(&w->pkt_config);
+	if (!dec || pts_winrep_init(&rep, &w->config.trace, &w->opts,
+				    &w->out) < 0) {
+		pts_cli_error(cmd, "out of memory");
+		pts_pkt_decoder_free(dec);
+		pts_source_close(src);
+		return PTS_EXIT_USAGE;
+	}
+	while ((r = pts_source_next(src, &chunk)) == 1)
+		if (pts_winrep_decode(&rep, dec, &chunk) == -PTS_ERR_NO_PROGRESS)
+			break;
+	if (r < 0) {
+		pts_cli_error(cmd, "cannot read %s: %s", w->trace,
+			      pts_strerror(r));
+		status = PTS_EXIT_USAGE;
+	} else if (r == 0) {
+		struct pts_input none = {NULL, 0, 0};
+
+		pts_pkt_end(dec);
+		if (pts_winrep_decode(&rep, dec, &none) == -PTS_ERR_NO_PROGRESS)
+			status = PTS_EXIT_USAGE;
+	} else {
+		status = PTS_EXIT_USAGE;
+	}
+	pts_winrep_finish(&rep, pts_source_bytes(src) +
+					w->pkt_config.base_offset);
+	if (rep.failed) {
+		pts_cli_error(cmd, "internal error in the windows model");
+		status = PTS_EXIT_USAGE;
+	}
+	if (status == PTS_EXIT_OK && w->opts.verify &&
+	    pts_winrep_violations(&rep))
+		status = PTS_EXIT_ERRORS;
+	pts_winrep_fini(&rep);
+	pts_pkt_decoder_free(dec);
+	pts_source_close(src);
+	return status;
+}
+
+/* --- perf.data ------------------------------------------------------------ */
+
+/* The configuration perf recorded: attr.config maps onto RTIT_CTL bit for
+ * bit, AUXTRACE_INFO gives the CPUID 0x15 ratio and the nominal ratio. */
+static void config_from_perf(struct windows *w, const struct pts_perf *perf)
+{
+	struct pts_trace_config *tc = &w->config.trace;
+	struct pts_perf_pt_config pc;
+	struct pts_perf_pt_info info;
+
+	if (pts_perf_pt_config(perf, &pc) == 0) {
+		tc->ctl = pc.rtit_ctl;
+		tc->known |= PTS_CFG_CTL;
+	}
+	if (pts_perf_pt_info(perf, &info) < 0)
+		return;
+	if (info.tsc_ctc_d && info.tsc_ctc_n && info.tsc_ctc_d <= UINT32_MAX &&
+	    info.tsc_ctc_n <= UINT32_MAX) {
+		tc->cpuid_15_eax = (uint32_t)info.tsc_ctc_d;
+		tc->cpuid_15_ebx = (uint32_t)info.tsc_ctc_n;
+		tc->known |= PTS_CFG_CPUID15;
+	}
+	if (info.max_nonturbo_ratio && info.max_nonturbo_ratio <= 255) {
+		tc->nom_freq = (uint8_t)info.max_nonturbo_ratio;
+		tc->known |= PTS_CFG_NOMFREQ;
+	}
+}
+
+/* One queue: its buffers in order through one decoder; a buffer that does
+ * not continue the one before is a truncation, then a resync. */
+static int run_queue(struct windows *w, const struct pts_perf *perf,
+		     uint32_t qi, struct pts_winrep *rep)
+{
+	const struct pts_perf_queue *q = pts_perf_queue_get(perf, qi);
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&w->pkt_config);
+	struct pts_input none = {NULL, 0, 0};
+	uint64_t soff = 0;
+	char line[160];
+	int rc = 0;
+
+	if (!dec)
+		return -PTS_ERR_NOMEM;
+	snprintf(line, sizeof(line),
+		 w->opts.jsonl ? "{\"type\":\"queue\",\"idx\":%" PRIu32
+				 ",\"cpu\":%" PRId32 ",\"tid\":%" PRId32 "}\n"
+			       : "# queue %" PRIu32 ": cpu %" PRId32
+				 ", tid %" PRId32 "\n",
+		 q->idx, q->cpu, q->tid);
+	pts_out_puts(&w->out, line);
+	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS;
+	     j++) {
+		const struct pts_perf_buffer *b = pts_perf_queue_buffer(perf, qi, j);
+		struct pts_input in = {b->data, (size_t)b->use_size, 0};
+
+		if (j > 0 && !b->consecutive) {
+			pts_pkt_end(dec);
+			pts_winrep_decode(rep, dec, &none);
+			pts_winrep_truncated(rep, soff);
+			pts_pkt_reset(dec, soff, 0);
+		}
+		rc = pts_winrep_decode(rep, dec, &in);
+		soff += b->use_size;
+	}
+	if (rc != -PTS_ERR_NO_PROGRESS) {
+		pts_pkt_end(dec);
+		rc = pts_winrep_decode(rep, dec, &none);
+	}
+	pts_winrep_finish(rep, soff);
+	pts_pkt_decoder_free(dec);
+	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;
+}
+
+static int run_perf(struct windows *w, int argc, char **argv)
+{
+	struct pts_perf *perf = NULL;
+	struct pts_winrep rep;
+	int status = PTS_EXIT_OK, err;
+	uint64_t violations = 0;
+
+	err = pts_perf_open(w->trace, &perf, NULL);
+	if (err < 0) {
+		pts_cli_error(cmd, "cannot read %s: %s", w->trace,
+			      pts_strerror(err));
+		return PTS_EXIT_USAGE;
+	}
+	if (!w->config_path)
+		config_from_perf(w, perf);
+	status = apply_options(w, argc, argv);
+	for (uint32_t i = 0; status == PTS_EXIT_OK &&
+			     i < pts_perf_queue_count(perf); i++) {
+		if (pts_winrep_init(&rep, &w->config.trace, &w->opts,
+				    &w->out) < 0) {
+			pts_cli_error(cmd, "out of memory");
+			status = PTS_EXIT_USAGE;
+			break;
+		}
+		if (run_queue(w, perf, i, &rep) < 0 || rep.failed)
+			status = PTS_EXIT_USAGE;
+		violations += pts_winrep_violations(&rep);
+		pts_winrep_fini(&rep);
+	}
+	pts_perf_close(perf);
+	if (status == PTS_EXIT_OK && w->opts.verify && violations)
+		status = PTS_EXIT_ERRORS;
+	return status;
+}
+
+int pts_cmd_windows(int argc, char **argv)
+{
+	struct windows w;
+	int status;
+
+	memset(&w, 0, sizeof(w));
+	pts_config_init(&w.config);
+	optind = 1;
+	status = parse_args(&w, argc, argv);
+	if (status == 0 && !w.perf)
+		status = apply_options(&w, argc, argv);
+	if (status != 0) {
+		pts_config_fini(&w.config);
+		return status < 0 ? PTS_EXIT_OK : status;
+	}
+	w.opts.have_map = w.config.n_enclaves != 0;
+	w.opts.tsc_hz = pts_config_tsc_hz(&w.config.trace);
+	if (pts_out_init(&w.out, stdout, 1u << 20) < 0) {
+		pts_cli_error(cmd, "out of memory");
+		pts_config_fini(&w.config);
+		return PTS_EXIT_USAGE;
+	}
+	status = w.perf ? run_perf(&w, argc, argv) : run_raw(&w);
+	if (pts_out_fini(&w.out) < 0) {
+		pts_cli_error(cmd, "cannot write the output");
+		status = PTS_EXIT_USAGE;
+	}
+	pts_config_fini(&w.config);
+	return status;
+}
+

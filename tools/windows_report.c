@@ -1,0 +1,464 @@
+/* The windows report: see windows_report.h. Text: one line per window,
+ * gap or (with --verify) violation, then a summary with the share of each
+ * cause in time (TSC ticks) or, without timing, in bytes. JSON lines: one
+ * object per record, then one "summary" object. */
+#include "windows_report.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Output space reserved per line: far above the longest line we print. */
+#define LINE_MAX_ 1024
+#define BATCH 256
+#define STUCK_LIMIT 64
+
+
+static uint64_t rec_bytes(const struct pts_win_record *r)
+{
+	return r->end.offset > r->begin.offset ? r->end.offset - r->begin.offset
+					       : 0;
+}
+
+static int rec_ticks(const struct pts_win_record *r, uint64_t *ticks)
+{
+	if (!r->begin.has_time || !r->end.has_time || r->end.tsc < r->begin.tsc)
+		return 0;
+	*ticks = r->end.tsc - r->begin.tsc;
+	return 1;
+}
+
+/* Appends printf output at @p (within @cap); returns the new length. */
+static size_t put(char *p, size_t len, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static size_t put(char *p, size_t len, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (len >= cap)
+		return len;
+	va_start(ap, fmt);
+	n = vsnprintf(p + len, cap - len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return len;
+	return (size_t)n < cap - len ? len + (size_t)n : cap - 1;
+}
+
+static size_t put_ip(char *p, size_t len, size_t cap,
+		     const struct pts_win_point *pt)
+{
+	if (!pt->has_ip)
+		return put(p, len, cap, "-");
+	return put(p, len, cap, "0x%" PRIx64, pt->ip);
+}
+
+static size_t text_gap_detail(char *p, size_t len, size_t cap,
+			      const struct pts_win_record *r)
+{
+	len = put(p, len, cap, "%s", pts_win_edge_name(r->begin.edge));
+	if (r->begin.has_ip)
+		len = put(p, len, cap, "@0x%" PRIx64, r->begin.ip);
+	len = put(p, len, cap, " -> %s", pts_win_edge_name(r->end.edge));
+	if (r->end.has_ip)
+		len = put(p, len, cap, "@0x%" PRIx64, r->end.ip);
+	len = put(p, len, cap, " [%s]", pts_gap_basis_name(r->basis));
+	if (r->cause == PTS_GAP_ENCLAVE)
+		len = put(p, len, cap, " %s/%s",
+			  pts_enclave_edge_name(r->entry),
+			  pts_enclave_edge_name(r->exit));
+	if (r->psbs)
+		len = put(p, len, cap, " psb=%u", (unsigned)r->psbs);
+	if (r->ovfs)
+		len = put(p, len, cap, " ovf=%u", (unsigned)r->ovfs);
+	if (r->cbrs)
+		len = put(p, len, cap, " cbr-changes=%u", (unsigned)r->cbrs);
+	if (r->flags & PTS_GAPF_UNCERTAIN)
+		len = put(p, len, cap, " uncertain");
+	if (r->flags & PTS_GAPF_TRAILING)
+		len = put(p, len, cap, " trailing");
+	if (r->detail[0])
+		len = put(p, len, cap, " (%s)", r->detail);
+	return len;
+}
+
+static size_t format_text(const struct pts_win_record *r, char *p, size_t cap)
+{
+	uint64_t ticks;
+	char tbuf[24] = "-";
+	size_t len = 0;
+
+	if (r->type == PTS_REC_VIOLATION) {
+		len = put(p, len, cap, "violation %-24s at 0x%" PRIx64,
+			  pts_rule_name(r->rule), r->begin.offset);
+		if (r->begin.has_ip)
+			len = put(p, len, cap, " ip 0x%" PRIx64, r->begin.ip);
+		return put(p, len, cap, ": %s", r->detail);
+	}
+	if (rec_ticks(r, &ticks))
+		snprintf(tbuf, sizeof(tbuf), "%" PRIu64, ticks);
+	len = put(p, len, cap, "%-6s %10" PRIx64 " %10" PRIx64 " %9" PRIu64
+			       " %12s  %-12s ",
+		  r->type == PTS_REC_WINDOW ? "window" : "gap", r->begin.offset,
+		  r->end.offset, rec_bytes(r), tbuf,
+		  r->type == PTS_REC_WINDOW ? "-" : pts_gap_cause_name(r->cause));
+	if (r->type == PTS_REC_GAP)
+		return text_gap_detail(p, len, cap, r);
+	len = put_ip(p, len, cap, &r->begin);
+	len = put(p, len, cap, " .. ");
+	len = put_ip(p, len, cap, &r->end);
+	return put(p, len, cap,
+		   " packets=%" PRIu64 " tnt=%" PRIu64 " tip=%" PRIu64,
+		   r->packets, r->tnt_bits, r->tips);
+}
+
+/* JSON string contents: the details are ASCII we wrote, but escape anyway. */
+static size_t put_json_str(char *p, size_t len, size_t cap, const char *s)
+{
+	len = put(p, len, cap, "\"");
+	for (; *s && len + 8 < cap; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			len = put(p, len, cap, "\\%c", ch);
+		else if (ch < 0x20)
+			len = put(p, len, cap, "\\u%04x", ch);
+		else
+			p[len++] = (char)ch;
+	}
+	p[len < cap ? len : cap - 1] = '\0';
+	return put(p, len, cap, "\"");
+}
+
+static size_t put_json_point(char *p, size_t len, size_t cap, const char *name,
+			     const struct pts_win_point *pt)
+{
+	len = put(p, len, cap, ",\"%s\":{\"offset\":%" PRIu64 ",\"edge\":\"%s\"",
+		  name, pt->offset, pts_win_edge_name(pt->edge));
+	if (pt->has_ip)
+		len = put(p, len, cap, ",\"ip\":\"0x%" PRIx64 "\"", pt->ip);
+	if (pt->has_time)
+		len = put(p, len, cap, ",\"tsc\":%" PRIu64, pt->tsc);
+	return put(p, len, cap, "}");
+}
+
+static size_t format_jsonl(const struct pts_winrep *w,
+			   const struct pts_win_record *r, char *p, size_t cap)
+{
+	static const char *const types[] = {"window", "gap", "violation"};
+	uint64_t ticks;
+	size_t len = put(p, 0, cap, "{\"type\":\"%s\"", types[r->type]);
+
+	if (r->type == PTS_REC_VIOLATION) {
+		len = put(p, len, cap, ",\"rule\":\"%s\",\"offset\":%" PRIu64,
+			  pts_rule_name(r->rule), r->begin.offset);
+		if (r->begin.has_ip)
+			len = put(p, len, cap, ",\"ip\":\"0x%" PRIx64 "\"",
+				  r->begin.ip);
+		len = put(p, len, cap, ",\"detail\":");
+		len = put_json_str(p, len, cap, r->detail);
+		return put(p, len, cap, "}");
+	}
+	len = put_json_point(p, len, cap, "begin", &r->begin);
+	len = put_json_point(p, len, cap, "end", &r->end);
+	len = put(p, len, cap, ",\"bytes\":%" PRIu64, rec_bytes(r));
+	if (rec_ticks(r, &ticks))
+		len = put(p, len, cap, ",\"ticks\":%" PRIu64, ticks);
+	if (w->opts.tsc_hz && rec_ticks(r, &ticks))
+		len = put(p, len, cap, ",\"ns\":%.0f",
+			  (double)ticks * 1e9 / (double)w->opts.tsc_hz);
+	if (r->type == PTS_REC_WINDOW)
+		return put(p, len, cap,
+			   ",\"packets\":%" PRIu64 ",\"tnt_bits\":%" PRIu64
+			   ",\"tips\":%" PRIu64 "}",
+			   r->packets, r->tnt_bits, r->tips);
+	len = put(p, len, cap, ",\"cause\":\"%s\",\"basis\":\"%s\"",
+		  pts_gap_cause_name(r->cause), pts_gap_basis_name(r->basis));
+	if (pts_gap_cause_enable(r->cause))
+		len = put(p, len, cap, ",\"enable\":\"%s\"",
+			  pts_gap_cause_enable(r->cause));
+	if (r->cause == PTS_GAP_ENCLAVE)
+		len = put(p, len, cap, ",\"entry\":\"%s\",\"exit\":\"%s\"",
+			  pts_enclave_edge_name(r->entry),
+			  pts_enclave_edge_name(r->exit));
+	if (r->enclave >= 0)
+		len = put(p, len, cap, ",\"enclave\":%d", r->enclave);
+	if (r->candidates) {
+		const char *sep = "";
+
+		len = put(p, len, cap, ",\"candidates\":[");
+		for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
+			if (r->candidates & (1u << c)) {
+				len = put(p, len, cap, "%s\"%s\"", sep,
+					  pts_gap_cause_name(c));
+				sep = ",";
+			}
+		len = put(p, len, cap, "]");
+	}
+	len = put(p, len, cap,
+		  ",\"psbs\":%u,\"ovfs\":%u,\"cbr_changes\":%u,"
+		  "\"uncertain\":%s,\"trailing\":%s",
+		  (unsigned)r->psbs, (unsigned)r->ovfs, (unsigned)r->cbrs,
+		  (r->flags & PTS_GAPF_UNCERTAIN) ? "true" : "false",
+		  (r->flags & PTS_GAPF_TRAILING) ? "true" : "false");
+	if (r->detail[0]) {
+		len = put(p, len, cap, ",\"detail\":");
+		len = put_json_str(p, len, cap, r->detail);
+	}
+	return put(p, len, cap, "}");
+}
+
+static void emit(struct pts_winrep *w, const struct pts_win_record *r)
+{
+	char *p;
+	size_t len;
+
+	if (r->type == PTS_REC_VIOLATION && !w->opts.verify)
+		return;
+	p = pts_out_reserve(w->out, LINE_MAX_);
+	len = w->opts.jsonl ? format_jsonl(w, r, p, LINE_MAX_ - 1)
+			    : format_text(r, p, LINE_MAX_ - 1);
+	p[len] = '\n';
+	pts_out_commit(w->out, len + 1);
+}
+
+/* @ret: what the model returned; > 0 says records are waiting. */
+static void drain_model(struct pts_winrep *w, int ret)
+{
+	struct pts_win_record rec;
+
+	if (ret < 0)
+		w->failed = 1;
+	if (ret == 0)
+		return;
+	while (pts_win_next(w->model, &rec) == 1)
+		emit(w, &rec);
+}
+
+
+/* --- summary ------------------------------------------------------------------ */
+
+uint64_t pts_winrep_violations(const struct pts_winrep *w)
+{
+	struct pts_win_summary s;
+	uint64_t n = 0;
+
+	pts_win_summary(w->model, &s);
+	for (int r = 0; r < PTS_RULE_COUNT; r++)
+		n += s.violations[r];
+	return n;
+}
+
+/* Shares are of time when the trace has timing, else of bytes. */
+static double share(uint64_t part, uint64_t total)
+{
+	return total ? 100.0 * (double)part / (double)total : 0.0;
+}
+
+static void summary_text(struct pts_winrep *w, const struct pts_win_summary *s)
+{
+	uint64_t ticks = s->window_ticks, bytes = s->window_bytes, nv = 0;
+	int by_time;
+	char line[LINE_MAX_];
+
+	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++) {
+		ticks += s->gap_ticks[c];
+		bytes += s->gap_bytes[c];
+	}
+	by_time = ticks != 0;
+	snprintf(line, sizeof(line),
+		 "\nsummary: %" PRIu64 " window(s); share of %s\n"
+		 "  %-13s %8s %12s %14s %7s\n",
+		 s->windows, by_time ? "time (TSC ticks)" : "bytes (no timing)",
+		 "", "count", "bytes", "ticks", "share");
+	pts_out_puts(w->out, line);
+	snprintf(line, sizeof(line), "  %-13s %8" PRIu64 " %12" PRIu64
+				     " %14" PRIu64 " %6.1f%%\n",
+		 "(windows)", s->windows, s->window_bytes, s->window_ticks,
+		 share(by_time ? s->window_ticks : s->window_bytes,
+		       by_time ? ticks : bytes));
+	pts_out_puts(w->out, line);
+	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++) {
+		if (!s->gaps[c])
+			continue;
+		snprintf(line, sizeof(line), "  %-13s %8" PRIu64 " %12" PRIu64
+					     " %14" PRIu64 " %6.1f%%\n",
+			 pts_gap_cause_name(c), s->gaps[c], s->gap_bytes[c],
+			 s->gap_ticks[c],
+			 share(by_time ? s->gap_ticks[c] : s->gap_bytes[c],
+			       by_time ? ticks : bytes));
+		pts_out_puts(w->out, line);
+	}
+	if (w->opts.tsc_hz && s->has_time) {
+		snprintf(line, sizeof(line), "time: %.6f s traced\n",
+			 (double)(s->last_tsc - s->first_tsc) /
+				 (double)w->opts.tsc_hz);
+		pts_out_puts(w->out, line);
+	}
+	snprintf(line, sizeof(line),
+		 "enclave calls: %" PRIu64 " eenter, %" PRIu64 " eresume; "
+		 "exits: %" PRIu64 " eexit, %" PRIu64 " aex\n",
+		 s->eenter, s->eresume, s->eexit, s->aex);
+	pts_out_puts(w->out, line);
+	if (!w->opts.verify) {
+		pts_out_puts(w->out, "violations: not checked (--verify)\n");
+	} else {
+		for (int r = 0; r < PTS_RULE_COUNT; r++)
+			nv += s->violations[r];
+		snprintf(line, sizeof(line), "violations: %" PRIu64 "\n", nv);
+		pts_out_puts(w->out, line);
+		for (int r = 0; r < PTS_RULE_COUNT; r++) {
+			if (!s->violations[r])
+				continue;
+			snprintf(line, sizeof(line), "  %-24s %8" PRIu64 "\n",
+				 pts_rule_name(r), s->violations[r]);
+			pts_out_puts(w->out, line);
+		}
+	}
+	if (!w->opts.have_map)
+		pts_out_puts(w->out,
+			     "note: no enclave map: an EENTER/ERESUME looks like "
+			     "an interrupt (fup+tip.pgd); give --enclave or "
+			     "images to tell them apart\n");
+}
+
+static void summary_jsonl(struct pts_winrep *w, const struct pts_win_summary *s)
+{
+	char line[LINE_MAX_ * 2];
+	size_t len, cap = sizeof(line);
+	const char *sep = "";
+
+	len = put(line, 0, cap,
+		  "{\"type\":\"summary\",\"windows\":%" PRIu64
+		  ",\"window_bytes\":%" PRIu64 ",\"window_ticks\":%" PRIu64
+		  ",\"gaps\":{",
+		  s->windows, s->window_bytes, s->window_ticks);
+	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++) {
+		if (!s->gaps[c])
+			continue;
+		len = put(line, len, cap,
+			  "%s\"%s\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
+			  ",\"ticks\":%" PRIu64 "}",
+			  sep, pts_gap_cause_name(c), s->gaps[c],
+			  s->gap_bytes[c], s->gap_ticks[c]);
+		sep = ",";
+	}
+	len = put(line, len, cap,
+		  "},\"eenter\":%" PRIu64 ",\"eresume\":%" PRIu64
+		  ",\"eexit\":%" PRIu64 ",\"aex\":%" PRIu64,
+		  s->eenter, s->eresume, s->eexit, s->aex);
+	if (w->opts.verify) {
+		sep = "";
+		len = put(line, len, cap, ",\"violations\":{");
+		for (int r = 0; r < PTS_RULE_COUNT; r++) {
+			if (!s->violations[r])
+				continue;
+			len = put(line, len, cap, "%s\"%s\":%" PRIu64, sep,
+				  pts_rule_name(r), s->violations[r]);
+			sep = ",";
+		}
+		len = put(line, len, cap, "}");
+	}
+	len = put(line, len, cap, "}\n");
+	pts_out_puts(w->out, line);
+}
+
+static void print_summary(struct pts_winrep *w)
+{
+	struct pts_win_summary s;
+
+	pts_win_summary(w->model, &s);
+	if (w->opts.jsonl)
+		summary_jsonl(w, &s);
+	else
+		summary_text(w, &s);
+}
+
+/* --- driving the model ---------------------------------------------------- */
+
+int pts_winrep_init(struct pts_winrep *w, const struct pts_trace_config *cfg,
+		    const struct pts_winrep_opts *opts, struct pts_out *out)
+{
+	memset(w, 0, sizeof(*w));
+	w->opts = *opts;
+	w->out = out;
+	w->model = pts_win_new(cfg);
+	if (!w->model)
+		return -PTS_ERR_NOMEM;
+	if (!opts->jsonl) {
+		char line[LINE_MAX_];
+
+		snprintf(line, sizeof(line),
+			 "%-6s %10s %10s %9s %12s  %-12s %s\n", "kind", "start",
+			 "end", "bytes", "ticks", "cause",
+			 "from -> to [basis] details");
+		pts_out_puts(out, line);
+	}
+	return 0;
+}
+
+void pts_winrep_fini(struct pts_winrep *w)
+{
+	pts_win_free(w->model);
+	w->model = NULL;
+}
+
+int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
+		      struct pts_input *in)
+{
+	struct pts_packet pkts[BATCH];
+	uint64_t begin, end;
+
+	for (;;) {
+		const int n = pts_pkt_next_batch(dec, in, pkts, BATCH);
+
+		if (n > 0) {
+			w->stuck = 0;
+			for (int i = 0; i < n;) {
+				const int ret = pts_win_feed_batch(
+					w->model, pkts + i, n - i);
+
+				if (ret <= 0) { /* cannot happen: not ended */
+					w->failed = 1;
+					break;
+				}
+				i += ret;
+				drain_model(w, 1);
+			}
+			continue;
+		}
+		if (n == -PTS_ERR_AGAIN) {
+			w->stuck = 0;
+			return n;
+		}
+		if (n == -PTS_ERR_EOS)
+			return n;
+		if (++w->stuck > STUCK_LIMIT) {
+			fprintf(stderr, "ptscope: decoder stuck at offset 0x%llx\n",
+				(unsigned long long)pts_pkt_offset(dec));
+			return -PTS_ERR_NO_PROGRESS;
+		}
+		/* Skipped or undecodable bytes, or a last packet cut off by
+		 * the end of the data: a gap the model must show. */
+		pts_pkt_error_range(dec, &begin, &end);
+		drain_model(w, pts_win_lost(w->model,
+					    n == -PTS_ERR_TRUNCATED
+						    ? PTS_GAP_TRUNCATED
+						    : PTS_GAP_DECODE_ERROR,
+					    begin, end));
+	}
+}
+
+void pts_winrep_truncated(struct pts_winrep *w, uint64_t offset)
+{
+	drain_model(w, pts_win_lost(w->model, PTS_GAP_TRUNCATED, offset,
+				    offset));
+}
+
+void pts_winrep_finish(struct pts_winrep *w, uint64_t end)
+{
+	drain_model(w, pts_win_end(w->model, end));
+	print_summary(w);
+}

@@ -1,0 +1,54 @@
+/* The report of `ptscope windows` (and of any subcommand that shows the
+ * windows of a stream, such as `perf windows`): drives a windows model
+ * (ptscope/windows.h) with a packet decoder and prints its records as a
+ * table or as JSON lines, then a summary. Uses public headers only. */
+#ifndef PTS_TOOLS_WINDOWS_REPORT_H
+#define PTS_TOOLS_WINDOWS_REPORT_H
+
+#include "cli.h"
+
+#include <ptscope/windows.h>
+
+#include <stdint.h>
+
+struct pts_winrep_opts {
+	uint8_t jsonl;    /* 0: text table */
+	uint8_t verify;   /* print violations (else only count them) */
+	uint8_t have_map; /* an enclave map was given (else a note) */
+	uint64_t tsc_hz;  /* 0: times in TSC ticks only */
+};
+
+struct pts_winrep {
+	struct pts_winrep_opts opts;
+	struct pts_out *out;          /* not owned */
+	struct pts_win_model *model;  /* owned */
+	unsigned stuck;
+	int failed; /* the model reported an internal error */
+};
+
+/* Starts a report of one stream traced with @cfg into @out. Returns 0 or
+ * -PTS_ERR_NOMEM. */
+int pts_winrep_init(struct pts_winrep *r, const struct pts_trace_config *cfg,
+		    const struct pts_winrep_opts *opts, struct pts_out *out);
+/* Frees the model; the output stays with the caller. */
+void pts_winrep_fini(struct pts_winrep *r);
+
+/* Decodes what @in holds with @dec and feeds the model; decode errors,
+ * skips and a cut last packet become lost-byte gaps. Returns -PTS_ERR_AGAIN
+ * (more input wanted), -PTS_ERR_EOS (after pts_pkt_end(), all done) or
+ * -PTS_ERR_NO_PROGRESS (the decoder is stuck; reported on stderr). */
+int pts_winrep_decode(struct pts_winrep *r, struct pts_pkt_decoder *dec,
+		      struct pts_input *in);
+
+/* Bytes the source lost (ToPA/AUX truncation, a buffer that does not
+ * continue the previous one) at stream offset @offset. */
+void pts_winrep_truncated(struct pts_winrep *r, uint64_t offset);
+
+/* Ends the stream at offset @end: prints the last records and the
+ * summary. */
+void pts_winrep_finish(struct pts_winrep *r, uint64_t end);
+
+/* Violations found so far (counted whether printed or not). */
+uint64_t pts_winrep_violations(const struct pts_winrep *r);
+
+#endif
