@@ -31,7 +31,8 @@ fi
 meson compile -C build >/dev/null
 echo "setup: built build/tools/ptscope"
 
-# The main job: decode a bundled fixture.
-main_fixture=fixtures/main.pt
-echo "setup: ptscope dump $main_fixture (first lines)"
-./build/tools/ptscope dump "$main_fixture" | head -n 20
+# The main job: the enable windows of a bundled fixture, a synthesized trace of
+# a program calling into a production SGX enclave (EEXIT and AEX exits), with
+# the gaps explained and verified (fixtures/synth/enclave-production/recipe.sh).
+echo "setup: ptscope windows --verify --config fixtures/main.cfg fixtures/main.pt"
+./build/tools/ptscope windows --verify --config fixtures/main.cfg fixtures/main.pt

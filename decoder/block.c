@@ -115,6 +115,11 @@ static void *arena_alloc(struct pts_block_cache *c, size_t size)
 	return p;
 }
 
+void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size)
+{
+	return arena_alloc(cache, size);
+}
+
 static inline size_t slot(const struct pts_block_cache *c, uint64_t ip,
 			  uint64_t cr3, int mode)
 {
@@ -240,15 +245,18 @@ int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
 		return n;
 	cache->built++;
 	size_t nn = (size_t)n, ns = cache->nsegs;
-	struct pts_block *b = arena_alloc(cache, sizeof(*b) + nn * 9 + ns * 2 + 1);
+	/* Block, links, ips, segs, sizes: each part stays aligned. */
+	struct pts_block *b = arena_alloc(
+		cache, sizeof(*b) + ns * sizeof(struct pts_block *) + nn * 9 +
+			       ns * 2);
 	if (!b)
 		return -PTS_ERR_NOMEM;
 	memset(b, 0, sizeof(*b));
-	b->ips = (uint64_t *)(b + 1);
-	b->sizes = (uint8_t *)(b->ips + nn);
-	b->segs = (uint16_t *)(b->sizes + nn);
-	if (nn & 1)
-		b->segs = (uint16_t *)((uint8_t *)b->segs + 1);
+	b->seglink = (struct pts_block **)(b + 1);
+	memset(b->seglink, 0, ns * sizeof(struct pts_block *));
+	b->ips = (uint64_t *)(b->seglink + ns);
+	b->segs = (uint16_t *)(b->ips + nn);
+	b->sizes = (uint8_t *)(b->segs + ns);
 	memcpy(b->ips, cache->ips, nn * sizeof(uint64_t));
 	memcpy(b->sizes, cache->sizes, nn);
 	memcpy(b->segs, cache->segs, ns * sizeof(uint16_t));

@@ -33,6 +33,7 @@ struct pts_flow *pts_flow_new(const struct pts_flow_config *config,
 	f->mode = PTS_EXEC_64;
 	f->st = ST_NOSYNC;
 	f->idle_limit = config->idle_limit ? config->idle_limit : IDLE_LIMIT;
+	f->path_gen = 1;
 	return f;
 }
 
@@ -153,14 +154,18 @@ static int refill(struct pts_flow *f, struct pts_input *in)
 /* ------------------------------------------------------------------------ */
 /* The walk.                                                                 */
 
+/* The next output record (the caller's array, else the pending ones). */
+static inline struct pts_flow_rec *out_rec(struct pts_flow *f)
+{
+	return f->out_n < f->out_max ? &f->out[f->out_n++]
+				     : pts_flow_emit(f, PTS_FLOW_INSNS);
+}
+
 /* Hands out instructions [@from, @from + @n) of @b by pointer. */
 static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 			   uint32_t from, uint32_t n)
 {
-	struct pts_flow_rec *r = f->out_n < f->out_max
-					 ? &f->out[f->out_n++]
-					 : pts_flow_emit(f, PTS_FLOW_INSNS);
-	*r = (struct pts_flow_rec){
+	*out_rec(f) = (struct pts_flow_rec){
 		.offset = f->offset,
 		.ip = b->ips[from],
 		.cr3 = b->cr3,
@@ -171,6 +176,26 @@ static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 		.mode = b->mode,
 	};
 	f->stats.insns += n;
+}
+
+/* Walks path @p: one record, @p->used TNT bits. */
+static inline void walk_path(struct pts_flow *f, const struct pts_flow_path *p)
+{
+	*out_rec(f) = (struct pts_flow_rec){
+		.offset = f->offset,
+		.ip = p->ips[0],
+		.cr3 = f->cr3,
+		.ips = p->ips,
+		.sizes = p->sizes,
+		.n = p->n,
+		.kind = PTS_FLOW_INSNS,
+		.mode = f->mode,
+	};
+	f->stats.insns += p->n;
+	f->tnt_count -= p->used;
+	f->ip = p->next_ip;
+	f->link = &p->last->succ[p->last_bit];
+	f->idle += p->used;
 }
 
 static void end_of_trace(struct pts_flow *f, uint64_t ip)
@@ -190,10 +215,13 @@ static bool at_end(struct pts_flow *f)
 	return false;
 }
 
-static void push_ret(struct pts_flow *f, uint64_t ip)
+/* Pushes return address @ip; @link (may be NULL) is the link that will
+ * remember the block there (the calling block's fall-through). */
+static void push_ret(struct pts_flow *f, uint64_t ip, struct pts_block **link)
 {
 	f->rs_top = (f->rs_top + 1) % RETSTACK_SIZE;
 	f->retstack[f->rs_top] = ip;
+	f->retlink[f->rs_top] = link;
 	if (f->rs_len < RETSTACK_SIZE)
 		f->rs_len++; /* else the oldest entry is overwritten */
 }
@@ -206,12 +234,12 @@ static void load_tnt(struct pts_flow *f)
 }
 
 /* The return addresses of the calls @b follows, in order. */
-static void push_calls(struct pts_flow *f, const struct pts_block *b)
+static void push_calls(struct pts_flow *f, struct pts_block *b)
 {
 	for (unsigned k = 0; k < b->nsegs; k++) {
 		uint32_t e = b->segs[k] & PTS_SEG_INDEX;
 		if (b->segs[k] & PTS_SEG_PUSH)
-			push_ret(f, b->ips[e] + b->sizes[e]);
+			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
 	}
 }
 
@@ -221,23 +249,54 @@ static int take_tnt(struct pts_flow *f)
 	return (int)((f->tnt_bits >> f->tnt_count) & 1);
 }
 
-/* A TIP.PGD binds to the branch at @ip: tracing stops there. @target is
- * where the branch goes when it is known from the code. */
-static void disable_at(struct pts_flow *f, uint64_t ip)
+/* A TIP.PGD binds to the instruction at @ip: tracing stops there.
+ * @resume is where libipt expects tracing to resume (its decoder IP after
+ * a synchronous disable: the next IP when the code tells it, the return
+ * address for calls, else 0); a TIP.PGE there is reported as resumed. */
+static void disable_at(struct pts_flow *f, uint64_t ip, uint64_t resume)
 {
 	const struct pts_packet *p = pts_flow_pop(f);
 	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_DISABLED, 0,
 						p->offset);
-	if (p->ipc == PTS_IPC_SUPPRESSED) {
+	(void)ip;
+	if (p->ipc == PTS_IPC_SUPPRESSED)
 		r->flags = PTS_EV_F_IP_SUPPRESSED;
-		f->disabled_at = ip;
-	} else {
+	else
 		r->ip = p->u.ip.ip;
-		f->disabled_at = p->u.ip.ip;
-	}
-	f->have_disabled_at = true;
+	f->disabled_at = resume;
+	f->have_disabled_at = resume != 0;
 	f->st = ST_DISABLED;
 	f->tnt_count = 0;
+}
+
+/* Whether the instruction at @ip is a far call in libipt's sense (its
+ * return address is where tracing resumes): CALL far, INT n/INT3/INTO/
+ * INT1, SYSCALL, SYSENTER, VMCALL. */
+static bool is_far_call(const struct pts_flow *f, uint64_t ip)
+{
+	uint8_t b[15];
+	int n = pts_image_fetch(f->img, f->cr3, ip, b, sizeof(b));
+	int i = 0;
+	while (i < n && (((b[i] & 0xf0) == 0x40 && f->mode == PTS_EXEC_64) ||
+			 b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 ||
+			 b[i] == 0xf3 || b[i] == 0x2e || b[i] == 0x36 ||
+			 b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x64 ||
+			 b[i] == 0x65))
+		i++;
+	if (i >= n)
+		return false;
+	switch (b[i]) {
+	case 0xcc: case 0xcd: case 0xce: case 0xf1: case 0x9a:
+		return true;
+	case 0xff:
+		return i + 1 < n && ((b[i + 1] >> 3) & 7) == 3;
+	case 0x0f:
+		return i + 1 < n &&
+		       (b[i + 1] == 0x05 || b[i + 1] == 0x34 ||
+			(b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xc1));
+	default:
+		return false;
+	}
 }
 
 /* Reports what is missing at the branch at @ip: the end of the trace, or
@@ -259,7 +318,7 @@ static int need_tnt(struct pts_flow *f, uint64_t ip)
 		    h->u.tnt.count) {
 			load_tnt(f);
 		} else if (h && h->kind == PTS_PKT_TIP_PGD) {
-			disable_at(f, ip);
+			disable_at(f, ip, 0); /* libipt: no next IP */
 			return -1;
 		} else {
 			missing(f, ip);
@@ -298,18 +357,20 @@ static void transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
 /* Indirect branch, far transfer or uncompressed return at @ip: the next
  * TIP gives the target (deferred behind pending TNT bits or not). Returns
  * true when the walk goes on at f->ip. */
-static bool need_tip(struct pts_flow *f, uint64_t ip)
+static bool need_tip(struct pts_flow *f, uint64_t ip, uint64_t resume)
 {
-	if (!f->tnt_count)
-		transfer_status(f, ip, 0);
 	const struct pts_packet *h = pts_flow_peek(f, 0);
+	if (h && h->kind != PTS_PKT_TIP && !f->tnt_count) {
+		transfer_status(f, ip, 0);
+		h = pts_flow_peek(f, 0);
+	}
 	if (h && h->kind == PTS_PKT_TIP && h->ipc != PTS_IPC_SUPPRESSED) {
 		pts_flow_pop(f);
 		f->ip = h->u.ip.ip;
 		return true;
 	}
 	if (h && h->kind == PTS_PKT_TIP_PGD && !f->tnt_count) {
-		disable_at(f, ip);
+		disable_at(f, ip, resume);
 		return false;
 	}
 	missing(f, ip);
@@ -325,7 +386,7 @@ static bool direct_disable(struct pts_flow *f, uint64_t ip, uint64_t target)
 	    h->kind != PTS_PKT_TIP_PGD || h->ipc == PTS_IPC_SUPPRESSED ||
 	    h->u.ip.ip != target)
 		return false;
-	disable_at(f, ip);
+	disable_at(f, ip, target);
 	return true;
 }
 
@@ -371,68 +432,88 @@ static void nonbranch(struct pts_flow *f, const struct pts_block *b,
 		r->arg = h->u.vmcs_base;
 	} else if (h->kind == PTS_PKT_TIP_PGD &&
 		   h->ipc == PTS_IPC_SUPPRESSED && is_mov_cr3(f, ip)) {
-		disable_at(f, ip);
+		disable_at(f, ip, ip + b->sizes[b->n - 1]);
 	}
 }
 
-/* Resolves the last instruction of @b (already delivered). */
-static void resolve(struct pts_flow *f, const struct pts_block *b)
+/* A compressed return at @ip: a taken bit, the target from the stack. */
+static void compressed_ret(struct pts_flow *f, uint64_t ip)
+{
+	if (!take_tnt(f)) {
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, ip);
+		return;
+	}
+	if (!f->rs_len) {
+		pts_flow_error(f, -PTS_ERR_RETSTACK_EMPTY, ip);
+		return;
+	}
+	f->ip = f->retstack[f->rs_top];
+	f->link = f->retlink[f->rs_top];
+	f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
+	f->rs_len--;
+	if (f->mode == PTS_EXEC_32)
+		f->ip &= 0xffffffff;
+}
+
+/* Resolves the last instruction of @b (already delivered) and points
+ * f->link at the link of @b that may know the next block. */
+static void resolve(struct pts_flow *f, struct pts_block *b)
 {
 	uint64_t ip = b->ips[b->n - 1];
-	uint64_t next = ip + b->sizes[b->n - 1];
+	uint64_t next = ip + b->sizes[b->n - 1], resume = 0;
+	const struct pts_packet *h;
 	int bit;
 	switch (b->last_class) {
 	case PTS_INSN_JCC:
 		bit = need_tnt(f, ip);
-		if (bit >= 0)
+		if (bit >= 0) {
 			f->ip = bit ? b->target : next;
+			f->link = &b->succ[bit];
+		}
 		return;
 	case PTS_INSN_CALL:
 		if (!(b->last_flags & PTS_INSN_F_CALL0))
-			push_ret(f, next);
+			push_ret(f, next, &b->succ[0]);
 		/* fall through */
 	case PTS_INSN_JMP:
-		if (!direct_disable(f, ip, b->target))
+		if (!direct_disable(f, ip, b->target)) {
 			f->ip = b->target;
+			f->link = &b->succ[1];
+		}
 		return;
 	case PTS_INSN_RET:
 		if (!f->tnt_count) {
-			const struct pts_packet *h = pts_flow_peek(f, 0);
+			h = pts_flow_peek(f, 0);
 			if (h && (h->kind == PTS_PKT_TNT8 ||
 				  h->kind == PTS_PKT_TNT64) && h->u.tnt.count)
 				load_tnt(f);
 		}
 		if (f->tnt_count) {
-			/* Compressed: a taken bit, the target from the stack. */
-			if (!take_tnt(f)) {
-				pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, ip);
-				return;
-			}
-			if (!f->rs_len) {
-				pts_flow_error(f, -PTS_ERR_RETSTACK_EMPTY, ip);
-				return;
-			}
-			f->ip = f->retstack[f->rs_top];
-			f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
-			f->rs_len--;
-			if (f->mode == PTS_EXEC_32)
-				f->ip &= 0xffffffff;
+			compressed_ret(f, ip);
 			return;
 		}
-		need_tip(f, ip);
-		return;
+		break;
 	case PTS_INSN_CALL_IND:
-		push_ret(f, next);
-		/* fall through */
-	case PTS_INSN_JMP_IND:
+		push_ret(f, next, &b->succ[0]);
+		resume = next;
+		break;
 	case PTS_INSN_FAR:
-		need_tip(f, ip);
-		return;
+		/* Only a disable needs to know whether it is a call. */
+		h = pts_flow_peek(f, 0);
+		if (h && h->kind != PTS_PKT_TIP && is_far_call(f, ip))
+			resume = next;
+		break;
+	case PTS_INSN_JMP_IND:
+		break;
 	default:
 		f->ip = next;
+		f->link = &b->succ[0];
 		nonbranch(f, b, ip);
 		return;
 	}
+	/* Indirect: the target comes with a TIP. */
+	f->link = &b->ind;
+	need_tip(f, ip, resume);
 }
 
 /* The IP an event at the head waits for (async FUP, TSX, EXSTOP), when the
@@ -509,22 +590,17 @@ static void async_event(struct pts_flow *f)
 	f->st = ST_DISABLED;
 }
 
-/* The block at f->ip: through the last block's successor links when they
- * know it (no hashing), else from the cache, linked for the next time. */
+/* The block at f->ip: through the link resolve() pointed at when it knows
+ * the block (no hashing), else from the cache, remembered in that link for
+ * the next time. Links are hints: a block is used only when it matches. */
 static int next_block(struct pts_flow *f, struct pts_block **out)
 {
-	struct pts_block *p = f->prev, *b;
-	if (p) {
-		struct pts_block *const links[3] = {p->succ[0], p->succ[1],
-						    p->ind};
-		for (int i = 0; i < 3; i++) {
-			b = links[i];
-			if (b && b->ip == f->ip && b->cr3 == f->cr3 &&
-			    b->mode == f->mode) {
-				*out = b;
-				return 0;
-			}
-		}
+	struct pts_block **link = f->link, *b;
+	f->link = NULL;
+	if (link && (b = *link) && b->ip == f->ip && b->cr3 == f->cr3 &&
+	    b->mode == f->mode) {
+		*out = b;
+		return 0;
 	}
 	int err = pts_block_get(f->cache, f->img, f->cls, f->cr3, f->mode,
 				f->ip, &b);
@@ -532,15 +608,8 @@ static int next_block(struct pts_flow *f, struct pts_block **out)
 		return err;
 	if (err == 1 && pts_block_cache_full(f->cache))
 		f->cache_full = true;
-	if (p) {
-		uint64_t last = p->ips[p->n - 1];
-		if (f->ip == last + p->sizes[p->n - 1])
-			p->succ[0] = b;
-		else if (f->ip == p->target)
-			p->succ[1] = b;
-		else
-			p->ind = b;
-	}
+	if (link)
+		*link = b;
 	*out = b;
 	return 0;
 }
@@ -557,7 +626,7 @@ static bool may_go_on(const struct pts_flow *f)
  * is at the head: a TIP.PGD may bind to a followed direct branch, an async
  * event (at @stop, when @have_stop) to any instruction after the first.
  * Returns true when the walk may go on with the next block. */
-static bool walk_careful(struct pts_flow *f, const struct pts_block *b,
+static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 			 bool have_stop, uint64_t stop)
 {
 	uint32_t s = 0;
@@ -579,7 +648,7 @@ static bool walk_careful(struct pts_flow *f, const struct pts_block *b,
 		if (!seg)
 			break;
 		if (b->segs[k] & PTS_SEG_PUSH)
-			push_ret(f, b->ips[e] + b->sizes[e]);
+			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
 		if (direct_disable(f, b->ips[e], b->ips[e + 1]))
 			return false;
 		s = e + 1;
@@ -636,11 +705,29 @@ static void step_enabled(struct pts_flow *f)
 			pts_flow_error(f, err, f->ip);
 			return;
 		}
-		f->prev = b;
 		if (careful) {
 			if (!walk_careful(f, b, have_stop, stop))
 				return;
 			continue;
+		}
+		if (b->last_class == PTS_INSN_JCC && !b->npush) {
+			/* The bits of a TNT at the head are needed at the end
+			 * of this block anyway: take them now, for a path. */
+			if (h && h->kind != PTS_PKT_TIP && h->u.tnt.count)
+				load_tnt(f);
+			const struct pts_flow_path *p =
+				f->tnt_count >= 2 ? pts_flow_path_get(f, b) : NULL;
+			if (p) {
+				walk_path(f, p);
+				if (f->idle > f->idle_limit) {
+					pts_flow_error(f, -PTS_ERR_NO_PROGRESS,
+						       f->ip);
+					return;
+				}
+				if (at_end(f))
+					return;
+				continue;
+			}
 		}
 		deliver(f, b, 0, b->n);
 		if (b->npush)
@@ -689,7 +776,10 @@ int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
 			pts_block_cache_flush(f->cache);
 			f->stats.cache_flushes++;
 			f->img_gen = gen;
-			f->prev = NULL;
+			f->link = NULL;
+			pts_flow_path_flush(f);
+			/* Return links point into the cache too. */
+			memset(f->retlink, 0, sizeof(f->retlink));
 			f->cache_full = false;
 		}
 	}

@@ -19,6 +19,25 @@
 /* Default for pts_flow_config.idle_limit. */
 #define IDLE_LIMIT (1u << 22)
 
+/* Walk paths (flow_path.c): TNT bits one path takes at most, and the
+ * size of the direct-mapped path table. */
+#define PATH_BITS 8
+#define PATH_SLOT_BITS 12
+
+/* The blocks from @from that the TNT bits @bits (@avail of them, oldest
+ * in bit avail-1) lead through: @used bits, @n instructions. */
+struct pts_flow_path {
+	const struct pts_block *from;
+	struct pts_block *last;     /* its link [@last_bit] knows what follows */
+	const uint64_t *ips;
+	const uint8_t *sizes;
+	uint64_t next_ip;           /* where the walk goes on */
+	uint32_t n;
+	uint32_t gen;               /* the flow's path_gen when built */
+	uint8_t avail, bits, used;  /* used 0: no path (walk the block) */
+	uint8_t last_bit;
+};
+
 /* A decode error of the packet layer, queued in stream order. */
 #define PKT_ERROR PTS_PKT_KIND_COUNT
 
@@ -55,6 +74,8 @@ struct pts_flow {
 	uint64_t disabled_at; /* IP where tracing stopped, for "resumed" */
 	bool have_disabled_at;
 	uint64_t retstack[RETSTACK_SIZE];
+	/* Per return address: the link that remembers its block, or NULL. */
+	struct pts_block **retlink[RETSTACK_SIZE];
 	unsigned rs_top, rs_len;
 	uint64_t idle;     /* blocks since the last packet was consumed */
 	uint32_t idle_limit;
@@ -69,12 +90,16 @@ struct pts_flow {
 	int out_n, out_max;
 	struct pts_flow_rec pend[PEND_CAP];
 	unsigned pend_head, pend_len;
-	/* The block walked last: its successor links save hash lookups.
-	 * NULL after a cache flush. */
-	struct pts_block *prev;
+	/* The link of the block walked last (or of the call that pushed the
+	 * return address) that may know the block at @ip: saves a hash
+	 * lookup. NULL after a cache flush. */
+	struct pts_block **link;
 	bool cache_full;
 
 	struct pts_flow_stats stats;
+	/* Walk paths, direct-mapped; emptied with the block cache. */
+	struct pts_flow_path paths[1u << PATH_SLOT_BITS];
+	uint32_t path_gen;          /* starts at 1: zeroed entries never match */
 };
 
 /* Queue access: the @i-th packet ahead (NULL when not there). */
@@ -84,11 +109,16 @@ static inline const struct pts_packet *pts_flow_peek(const struct pts_flow *f,
 	return i < f->qlen ? &f->q[f->qhead + i] : NULL;
 }
 
-/* Consumes the head packet; returns it (valid until the next refill). */
+/* The head packet; the queue must not be empty. */
+static inline const struct pts_packet *pts_flow_head(const struct pts_flow *f)
+{
+	return &f->q[f->qhead];
+}
+
+/* Consumes the head packet (the queue must not be empty); returns it,
+ * valid until the next refill. */
 static inline const struct pts_packet *pts_flow_pop(struct pts_flow *f)
 {
-	if (!f->qlen)
-		return NULL;
 	const struct pts_packet *p = &f->q[f->qhead++];
 	f->qlen--;
 	f->offset = p->offset;
@@ -122,5 +152,12 @@ void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 /* Applies a PIP packet: the address space, and an event. */
 void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 		     uint64_t ip, uint8_t flags);
+
+/* The path from @b for the pending TNT bits (at least 2 pending), or NULL
+ * when there is none worth taking. */
+const struct pts_flow_path *pts_flow_path_get(struct pts_flow *f,
+					      struct pts_block *b);
+/* Forgets all paths (the block cache was flushed). */
+void pts_flow_path_flush(struct pts_flow *f);
 
 #endif

@@ -206,7 +206,7 @@ static bool fup_after_head(const struct pts_flow *f, uint64_t *ip)
 
 bool pts_flow_codeless(struct pts_flow *f)
 {
-	const struct pts_packet *p = pts_flow_peek(f, 0);
+	const struct pts_packet *p = pts_flow_head(f);
 	struct pts_flow_rec *r;
 	uint64_t ip = 0;
 	switch (p->kind) {

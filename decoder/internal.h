@@ -79,6 +79,8 @@ struct pts_block {
 	uint64_t *ips;
 	uint8_t *sizes;
 	uint16_t *segs;            /* @nsegs followed branches, in order */
+	struct pts_block **seglink; /* per segment: the block its return
+				       address starts (calls; a hint) */
 	uint32_t n;                /* >= 1 */
 	uint8_t nsegs;
 	uint8_t npush;             /* segments that push */
@@ -97,6 +99,10 @@ void pts_block_cache_flush(struct pts_block_cache *cache);
 /* True when the cache has reached its bound and should be flushed at the
  * next point where no block is referenced. */
 bool pts_block_cache_full(const struct pts_block_cache *cache);
+/* @size bytes (16-aligned) that live until the next flush and count
+ * against the bound (derived records such as walk paths). NULL on no
+ * memory. */
+void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size);
 /* Number of blocks built with the classifier since creation. */
 uint64_t pts_block_cache_built(const struct pts_block_cache *cache);
 

@@ -25,6 +25,9 @@ struct pts_win_model *pts_win_new(const struct pts_trace_config *cfg)
 	m->enclaves = m->cfg.enclaves;
 	m->n_enclaves = m->enclaves ? m->cfg.n_enclaves : 0;
 	m->has_production = (uint8_t)pts_enclave_has_production(m);
+	for (size_t i = 0; i < m->n_enclaves; i++)
+		if (m->enclaves[i].kind == PTS_ENCLAVE_DEBUG)
+			m->has_debug = 1;
 	pts_time_init(&m->time,
 		      (m->cfg.known & PTS_CFG_CPUID15) ? m->cfg.cpuid_15_eax : 0,
 		      (m->cfg.known & PTS_CFG_CPUID15) ? m->cfg.cpuid_15_ebx : 0,
@@ -60,8 +63,10 @@ static void open_gap(struct pts_win_model *m, uint64_t offset, uint8_t edge,
 	pts_win_point_at(m, &m->gap.begin, offset, edge, has_ip, ip);
 	m->gap.lost_cause = 0xff;
 	m->gap.last_cbr = m->cbr;
-	/* The CR3 in force at the disable: the CR3 filter's witness. */
-	m->gap.has_pip = m->has_cr3;
+	/* The CR3 loaded right before the disable (a PIP with nothing but a
+	 * FUP or MODE.Exec after it): the CR3 filter's witness. An older PIP
+	 * says nothing about the instruction that disabled. */
+	m->gap.has_pip = m->pip_fresh;
 	m->gap.pip_cr3 = m->last_cr3;
 }
 
@@ -366,6 +371,8 @@ static void on_flow(struct pts_win_model *m, const struct pts_packet *pkt)
 	}
 	if (pkt->kind == PTS_PKT_TIP) {
 		m->win.tips++;
+		if (m->has_fup && m->has_debug && pkt->ipc != PTS_IPC_SUPPRESSED)
+			pts_enclave_debug_branch(m, m->fup_ip, pkt->u.ip.ip);
 		m->has_fup = 0;
 		if (pkt->ipc != PTS_IPC_SUPPRESSED) {
 			m->has_ip = 1;
@@ -417,7 +424,6 @@ static void dispatch(struct pts_win_model *m, const struct pts_packet *pkt)
 		}
 		break;
 	case PTS_PKT_PIP:
-		m->has_cr3 = 1;
 		m->last_cr3 = pkt->u.pip.cr3;
 		if (m->state == PTS_ST_OFF)
 			pts_win_gap_flow(m, pkt->kind, pkt->offset);
@@ -460,10 +466,14 @@ static inline int fast_path(struct pts_win_model *m,
 	case PTS_PKT_TNT8:
 	case PTS_PKT_TNT64:
 		m->win.tnt_bits += pkt->u.tnt.count;
+		m->pip_fresh = 0;
 		break;
 	case PTS_PKT_TIP:
-		/* The leak check needs a look at the IP. */
-		if (m->has_production || pkt->ipc == PTS_IPC_SUPPRESSED)
+		m->pip_fresh = 0;
+		/* The leak check needs a look at the IP, and so does a FUP +
+		 * TIP pair (a debug enclave's edges). */
+		if (m->has_production || m->has_fup ||
+		    pkt->ipc == PTS_IPC_SUPPRESSED)
 			return 0;
 		m->win.tips++;
 		m->has_fup = 0;
@@ -537,6 +547,11 @@ static int feed_slow(struct pts_win_model *m, const struct pts_packet *pkt)
 	dispatch(m, pkt);
 	if (!is_neutral(pkt->kind))
 		m->after_ovf_fup = 0;
+	if (pkt->kind == PTS_PKT_PIP)
+		m->pip_fresh = 1;
+	else if (!is_neutral(pkt->kind) && pkt->kind != PTS_PKT_FUP &&
+		 pkt->kind != PTS_PKT_MODE_EXEC)
+		m->pip_fresh = 0;
 	return m->overrun ? -PTS_ERR_INTERNAL : (int)m->q_len;
 }
 

@@ -67,7 +67,7 @@ void pts_win_gap_flow(struct pts_win_model *m, uint8_t kind, uint64_t offset)
 }
 
 /* Evidence from the code: the flow decoder names the instruction at which
- * tracing stopped for the open gap, or reports a compressed RET that found
+ * tracing stopped (or resumed) for the open gap, or reports a compressed RET that found
  * its return stack empty (SDM 36.2.1.2: only RETs whose CALL was traced
  * since the last PSB may be compressed). */
 int pts_win_evidence(struct pts_win_model *m, const struct pts_win_evidence *ev)
@@ -76,10 +76,16 @@ int pts_win_evidence(struct pts_win_model *m, const struct pts_win_evidence *ev)
 		return -PTS_ERR_INVALID;
 	switch (ev->kind) {
 	case PTS_EV_DISABLE_INSN:
+	case PTS_EV_ENABLE_INSN:
 		if (m->state != PTS_ST_OFF || m->gap.begin.edge == PTS_EDGE_START)
 			return -PTS_ERR_NOSYNC;
-		m->gap.has_ev = 1;
-		m->gap.ev_class = ev->insn_class;
+		if (ev->kind == PTS_EV_ENABLE_INSN) {
+			m->gap.has_en_ev = 1;
+			m->gap.en_class = ev->insn_class;
+		} else {
+			m->gap.has_ev = 1;
+			m->gap.ev_class = ev->insn_class;
+		}
 		break;
 	case PTS_EV_RETSTACK_EMPTY:
 		pts_win_violation(m, PTS_RULE_RETSTACK_EMPTY, ev->offset, 1,

@@ -59,13 +59,34 @@ static int first_of(int a, int b, int c)
 	return a >= 0 ? a : b >= 0 ? b : c;
 }
 
+/* Digest 4.3 ("What follows an AEX"): after the AEX lands on the AEP the
+ * event that caused it is delivered there like any interrupt; into an
+ * untraced ring that is FUP(AEP) + TIP.PGD(), before any instruction runs,
+ * and the handler's IRET comes back to the AEP: TIP.PGE(AEP). That gap is
+ * the event, not an ERESUME (which only comes after the handler returned).
+ * A trace may also show no packets for the delivery (the TIP.PGE(AEP) is
+ * then the IRET's and the FUP(AEP) the ERESUME): that gap ends at an EEXIT
+ * target, or at the AEP again after a second AEX, which this rule cannot
+ * tell from the delivery (UNCONFIRMED which one hardware writes). */
+static int is_aex_event(const struct pts_win_model *m,
+			const struct pts_win_record *rec, int after_aex,
+			uint64_t x)
+{
+	return after_aex && x == m->aex_ip && closed_at_ip(rec) &&
+	       rec->end.ip == x && m->win.begin.has_ip &&
+	       m->win.begin.ip == x && !m->win.tnt_bits && !m->win.tips;
+}
+
 /* Digest 4.4/4.7: an enclave gap is opened by FUP(ENCLU) + TIP.PGD() and
  * closed by TIP.PGE at the EEXIT target or the AEP. With packets only, the
  * map recognises the AEP (ERESUME opens there, AEX closes there) and
  * declared EEXIT targets; the SDK convention (EEXIT returns after the ENCLU,
- * whose address EENTER leaves in RCX) recognises the usual EEXIT. Returns 1
- * when @rec was classified as an enclave gap. */
-static int try_enclave(struct pts_win_model *m, struct pts_win_record *rec)
+ * whose address EENTER leaves in RCX) recognises the usual EEXIT. With the
+ * code, checklist item 1 decides: the instruction at the FUP must be ENCLU,
+ * and an ENCLU where tracing resumed is an AEP. Returns 1 when @rec was
+ * classified as an enclave gap. */
+static int try_enclave(struct pts_win_model *m, struct pts_win_record *rec,
+		       int after_aex)
 {
 	const struct pts_win_gap *g = &m->gap;
 	uint64_t x = g->fup_ip, y = rec->end.ip;
@@ -78,31 +99,50 @@ static int try_enclave(struct pts_win_model *m, struct pts_win_record *rec)
 				  pts_enclave_is_entry_return(m, y));
 	/* The ENCLU that entered before, entering again. */
 	int known_site = pts_enclave_is_entry_return(m, x + PTS_ENCLU_SIZE);
+	int learned_x = pts_enclave_is_learned_aep(m, x);
+	/* Resuming at the ENCLU that stopped is an interrupt's shape too:
+	 * only a known AEP may be left and landed on again. */
+	int aep_code_y = closed && ((g->has_en_ev &&
+				     g->en_class == PTS_EV_INSN_ENCLU) ||
+				    pts_enclave_is_learned_aep(m, y)) &&
+			 (y != x || learned_x);
 	int by_map = aep_x >= 0 || aep_y >= 0 || eexit_y >= 0;
+	int shaped = by_map || (m->has_production && (ret_site || known_site));
 
-	if (!by_map && !(m->has_production && (ret_site || known_site)) &&
-	    !ev_enclu)
+	if (is_aex_event(m, rec, after_aex, x))
 		return 0;
 	if (g->has_ev && !ev_enclu) {
-		pts_win_violation(m, PTS_RULE_ENTRY_NOT_ENCLU, rec->begin.offset,
-				  1, x,
-				  "gap shaped like an enclave call, but the "
-				  "instruction at 0x%llx is not ENCLU",
-				  (unsigned long long)x);
+		if (shaped)
+			pts_win_violation(m, PTS_RULE_ENTRY_NOT_ENCLU,
+					  rec->begin.offset, 1, x,
+					  "gap shaped like an enclave call, but "
+					  "the instruction at 0x%llx is not "
+					  "ENCLU",
+					  (unsigned long long)x);
 		return 0;
 	}
+	/* An ENCLU alone is not an entry (tracing may stop before any
+	 * instruction): the map, an enclave declared, or an exit where the
+	 * SDKs put them must agree. */
+	if (ev_enclu ? !(shaped || m->has_production || ret_site ||
+			 known_site || learned_x || aep_code_y)
+		     : !shaped)
+		return 0;
 	set_cause(rec, PTS_GAP_ENCLAVE,
 		  ev_enclu ? PTS_BASIS_EVIDENCE
 			   : by_map ? PTS_BASIS_MAP : PTS_BASIS_PATTERN);
-	rec->entry = aep_x >= 0 ? PTS_ENCL_ERESUME : PTS_ENCL_EENTER;
+	rec->entry = aep_x >= 0 || learned_x ? PTS_ENCL_ERESUME
+					      : PTS_ENCL_EENTER;
 	rec->enclave = (int16_t)first_of(aep_x, aep_y,
 					 first_of(eexit_y, only_production(m),
 						  -1));
 	if (rec->entry == PTS_ENCL_EENTER)
 		pts_enclave_note_entry(m, x);
+	if (aep_y < 0 && aep_code_y)
+		pts_enclave_note_aep(m, y);
 	if (!closed)
 		rec->exit = PTS_ENCL_NONE;
-	else if (aep_y >= 0)
+	else if (aep_y >= 0 || aep_code_y)
 		rec->exit = PTS_ENCL_AEX;
 	else if (eexit_y >= 0 || ret_site)
 		rec->exit = PTS_ENCL_EEXIT;
@@ -153,6 +193,7 @@ static uint32_t evidence_mask(uint8_t insn_class)
 	case PTS_EV_INSN_WRMSR:
 		return CAUSE_BIT(PTS_GAP_DISABLED);
 	case PTS_EV_INSN_COND_BRANCH:
+	case PTS_EV_INSN_NEAR_BRANCH:
 		return CAUSE_BIT(PTS_GAP_IP_FILTER);
 	default: /* an interrupted instruction or an ordinary branch */
 		return CAUSE_BIT(PTS_GAP_CPL) | CAUSE_BIT(PTS_GAP_DISABLED) |
@@ -210,7 +251,12 @@ static uint32_t candidates(const struct pts_win_model *m,
 		else
 			mask &= ~CAUSE_BIT(PTS_GAP_CR3);
 	}
-	if (g->has_ev)
+	/* The code at a FUP is where an asynchronous event struck, before
+	 * that instruction ran: it only tells an ENCLU (handled before) from
+	 * anything else. The branch a bare TIP.PGD binds to tells more. */
+	if (g->has_ev && g->has_fup)
+		mask &= ~CAUSE_BIT(PTS_GAP_ENCLAVE);
+	else if (g->has_ev)
 		mask = known ? mask & evidence_mask(g->ev_class)
 			     : evidence_mask(g->ev_class);
 	return mask;
@@ -236,7 +282,7 @@ static void unexplained(struct pts_win_model *m, struct pts_win_record *rec,
 }
 
 static void classify_disable(struct pts_win_model *m,
-			     struct pts_win_record *rec)
+			     struct pts_win_record *rec, int after_aex)
 {
 	const struct pts_win_gap *g = &m->gap;
 	uint32_t mask;
@@ -252,7 +298,7 @@ static void classify_disable(struct pts_win_model *m,
 			set_cause(rec, PTS_GAP_IP_FILTER, PTS_BASIS_PACKETS);
 		return;
 	}
-	if (g->has_fup && try_enclave(m, rec))
+	if (g->has_fup && try_enclave(m, rec, after_aex))
 		return;
 	mask = candidates(m, rec);
 	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
@@ -285,7 +331,9 @@ void pts_win_classify(struct pts_win_model *m, struct pts_win_record *rec)
 {
 	const struct pts_win_gap *g = &m->gap;
 	uint8_t open = rec->begin.edge;
+	int after_aex = m->after_aex;
 
+	m->after_aex = 0;
 	if (g->lost_cause != 0xff)
 		set_cause(rec, g->lost_cause, PTS_BASIS_PACKETS);
 	else if (open == PTS_EDGE_OVF)
@@ -298,7 +346,11 @@ void pts_win_classify(struct pts_win_model *m, struct pts_win_record *rec)
 		unexplained(m, rec, "psb+ without fup while tracing was on: "
 				    "no tip.pgd ended the window");
 	else
-		classify_disable(m, rec);
+		classify_disable(m, rec, after_aex);
+	if (rec->cause == PTS_GAP_ENCLAVE && rec->exit == PTS_ENCL_AEX) {
+		m->after_aex = 1;
+		m->aex_ip = rec->end.ip;
+	}
 	/* TNT and TIP need PacketEn: seen inside any other gap, a TIP.PGE
 	 * went missing (enclave gaps report them under their own rule). */
 	if (rec->cause != PTS_GAP_ENCLAVE && g->has_flow &&

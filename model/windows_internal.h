@@ -32,8 +32,10 @@ struct pts_win_gap {
 	uint8_t flow_kind;   /* first flow packet inside (has_flow) */
 	uint8_t has_flow;
 	uint8_t has_pip;     /* PIP next to the disable or inside */
-	uint8_t has_ev;      /* evidence from the flow decoder */
-	uint8_t ev_class;    /* enum pts_ev_insn */
+	uint8_t has_ev;      /* evidence from the flow decoder: the */
+	uint8_t ev_class;    /* disabling instruction (enum pts_ev_insn) */
+	uint8_t has_en_ev;   /* and the one where tracing resumed */
+	uint8_t en_class;
 	uint8_t last_cbr;
 	uint64_t fup_ip, pgd_ip, pip_cr3, flow_offset;
 	uint32_t psbs, ovfs, cbrs;
@@ -68,13 +70,23 @@ struct pts_win_model {
 	/* FUP waiting for its TIP/TIP.PGD (compound, SDM Table 36-15). */
 	uint8_t has_fup;
 	uint64_t fup_ip, fup_offset;
-	/* Last IP seen while on, the last PIP, the last CBR ratio. */
-	uint8_t has_ip, has_cr3;
+	/* Last IP seen while on, the last PIP's CR3, the last CBR ratio. */
+	uint8_t has_ip;
+	uint8_t pip_fresh; /* the last PIP is the last flow packet (but FUP,
+			      MODE.Exec) */
 	uint64_t last_ip, last_cr3;
 	uint8_t cbr;
 
 	uint64_t entry_sites[PTS_WIN_ENTRY_SITES];
 	unsigned n_entry_sites;
+	/* AEPs learned from the code (an enclave gap closed at an ENCLU). */
+	uint64_t aep_sites[PTS_WIN_ENTRY_SITES];
+	unsigned n_aep_sites;
+	/* The last gap ended with an AEX at aex_ip: the event that caused it
+	 * is delivered at the AEP next (digest 4.3). */
+	uint8_t after_aex;
+	uint64_t aex_ip;
+	uint8_t has_debug; /* the map has a debug enclave */
 
 	struct pts_win_record queue[PTS_WIN_QUEUE];
 	unsigned q_head, q_len;
@@ -92,6 +104,11 @@ int pts_enclave_find_eexit(const struct pts_win_model *m, uint64_t ip);
 int pts_enclave_has_production(const struct pts_win_model *m);
 void pts_enclave_note_entry(struct pts_win_model *m, uint64_t enclu_ip);
 int pts_enclave_is_entry_return(const struct pts_win_model *m, uint64_t ip);
+void pts_enclave_note_aep(struct pts_win_model *m, uint64_t aep);
+int pts_enclave_is_learned_aep(const struct pts_win_model *m, uint64_t ip);
+/* A FUP + TIP pair while on: counts a debug enclave's entry or exit. */
+void pts_enclave_debug_branch(struct pts_win_model *m, uint64_t from,
+			      uint64_t to);
 
 /* windows_queue.c: the record queue and the running summary. */
 struct pts_win_record *pts_win_push(struct pts_win_model *m, uint8_t type);

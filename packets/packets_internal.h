@@ -94,4 +94,40 @@ static inline void pts_pkt_clear(struct pts_packet *pkt, uint64_t offset)
 	memset(&pkt->kind, 0, sizeof(*pkt) - sizeof(pkt->offset));
 }
 
+/* ------------------------------------------------------------------------ */
+/* The streaming decoder's fast path (decoder_fast.c).                      */
+
+/* How the fast path decodes a packet by its first byte (see
+ * pts_fast_init()). */
+struct pts_fast_op {
+	uint64_t mask;  /* payload bits of the 8 bytes after the first byte */
+	uint64_t lkeep; /* last-IP bits the packet leaves (~0: not an IP) */
+	uint64_t sel;   /* ~0 for an IP packet with an IP, else 0 */
+	uint32_t hdr;   /* kind | size << 8 | ipc << 16 */
+	uint8_t size;
+	uint8_t flags;  /* PTS_OP_* (decoder_fast.c) */
+	uint8_t c0;     /* constant bits of word 0 (TNT bits, CYC bits 4:0) */
+	uint8_t c1;     /* constant word 1 (TNT count) */
+	uint8_t shift;  /* of the payload into word 0 (CYC) */
+};
+
+/* The fast path's tables, built once per decoder (they depend on the
+ * errata). */
+struct pts_fast_tab {
+	struct pts_fast_op ops[256];
+};
+
+void pts_fast_init(struct pts_fast_tab *tab, int skd007);
+
+/* Decodes up to @max packets straight from @in while at least PTS_PKT_MAX
+ * bytes remain, outside a PEBS block. @off is the stream offset of the
+ * view's next byte, @lip the last IP, @blk the PEBS block context (0 on
+ * entry); all three and in->pos are advanced past the packets decoded.
+ * Stops early, leaving the packet to the slow path, at anything it does
+ * not decode itself (errors, the SKD007 case) and after a BBP. Returns the
+ * number of packets. */
+int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
+		    uint64_t *off, uint64_t *lip, uint8_t *blk,
+		    struct pts_packet *out, int max);
+
 #endif /* PTS_PACKETS_INTERNAL_H */

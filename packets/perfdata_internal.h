@@ -75,7 +75,7 @@ struct pts_perf_switch_note {
 /* An AUX record, kept until the queues exist to be matched to one. */
 struct pts_perf_aux_note {
 	int32_t cpu, tid;
-	uint64_t size, flags;
+	uint64_t offset, size, flags; /* aux_offset, aux_size, flags */
 };
 
 struct pts_perf_comm_note {

@@ -51,6 +51,7 @@ static int add_aux(struct pts_perf *perf, const struct pts_perf_record *rec)
 						       : -1;
 	a->tid = (rec->sid.have & PTS_PERF_SAMPLE_TID) ? (int32_t)rec->sid.tid
 						       : -1;
+	a->offset = rec->u.aux.aux_offset;
 	a->size = rec->u.aux.aux_size;
 	a->flags = f;
 	return 0;

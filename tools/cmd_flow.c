@@ -2,6 +2,7 @@
  * program's code (ELF files, raw files, or a --config file naming them). */
 #include "cli.h"
 #include "commands.h"
+#include "flow_run.h"
 
 #include <ptscope/decoder.h>
 #include <ptscope/model.h>
@@ -18,8 +19,6 @@ enum format { FMT_PTXED, FMT_JSONL, FMT_BLOCKS };
 struct flow_opts {
 	enum format format;
 	int no_inst, quiet, resync;
-	struct pts_cpu cpu;
-	int have_cpu;
 };
 
 static void help(void)
@@ -36,34 +35,6 @@ static void help(void)
 	       "  --cpu FAMILY/MODEL[/STEPPING]|none  errata to apply\n"
 	       "  --resync-on-error         go on at the next PSB after an error\n"
 	       "                            (default: stop at the first error)\n");
-}
-
-/* Loads the images a configuration file names, and its CPU. */
-static int load_config(const char *path, struct pts_image *img,
-		       struct flow_opts *o)
-{
-	struct pts_config cfg;
-	pts_config_init(&cfg);
-	int line = 0;
-	int err = pts_config_load(&cfg, path, &line);
-	if (err < 0) {
-		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
-		pts_config_fini(&cfg);
-		return -1;
-	}
-	for (size_t i = 0; i < cfg.n_images && err >= 0; i++) {
-		const struct pts_image_spec *s = &cfg.images[i];
-		err = s->kind == PTS_IMAGE_ELF
-			      ? pts_image_add_elf(img, 0, s->path, s->base)
-			      : pts_image_add_raw(img, 0, s->path, s->from,
-						  s->to, s->addr);
-		if (err < 0)
-			pts_cli_error(cmd, "%s: %s", s->path, pts_strerror(err));
-	}
-	if (!o->have_cpu)
-		o->cpu = cfg.trace.cpu;
-	pts_config_fini(&cfg);
-	return err < 0 ? -1 : 0;
 }
 
 static void print_insns(struct pts_out *out, struct pts_flow *flow,
@@ -175,53 +146,35 @@ static int print_batch(struct pts_out *out, struct pts_flow *flow,
 	return errors;
 }
 
+struct printer {
+	struct pts_out out;
+	struct pts_flow *flow;
+	const struct flow_opts *o;
+	int errors;
+};
+
+/* pts_flow_run() callback: prints; stops at an error unless resyncing. */
+static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
+{
+	struct printer *p = ctx;
+	int e = print_batch(&p->out, p->flow, recs, n, p->o);
+	p->errors += e;
+	return e && !p->o->resync;
+}
+
 /* Decodes the whole trace. Returns the exit status. */
-static int run(struct pts_flow *flow, struct pts_source *src,
+static int run(struct pts_flow *flow, struct pts_trace_input *src,
 	       const struct flow_opts *o)
 {
-	struct pts_out out;
-	if (pts_out_init(&out, stdout, 1 << 20) < 0)
+	struct printer pr = {.flow = flow, .o = o};
+	if (pts_out_init(&pr.out, stdout, 1 << 20) < 0)
 		return PTS_EXIT_USAGE;
-	enum { MAX = 512 };
-	struct pts_flow_rec *recs = malloc(MAX * sizeof(*recs));
-	if (!recs) {
-		pts_out_fini(&out);
-		return PTS_EXIT_USAGE;
-	}
 	double t0 = pts_cli_now();
-	struct pts_input in = {NULL, 0, 0};
-	int status = PTS_EXIT_OK, errors = 0;
-	bool eof = false, stop = false;
-	while (!stop) {
-		int n = pts_flow_next(flow, &in, recs, MAX);
-		if (n > 0) {
-			int e = print_batch(&out, flow, recs, n, o);
-			errors += e;
-			stop = e && !o->resync;
-			continue;
-		}
-		if (n == -PTS_ERR_EOS)
-			break;
-		if (n != -PTS_ERR_AGAIN) {
-			pts_cli_error(cmd, "%s", pts_strerror(n));
-			status = PTS_EXIT_USAGE;
-			break;
-		}
-		if (eof)
-			break; /* cannot happen: after the end comes EOS */
-		int r = pts_source_next(src, &in);
-		if (r < 0) {
-			pts_cli_error(cmd, "read error: %s", pts_strerror(r));
-			status = PTS_EXIT_USAGE;
-			break;
-		}
-		if (r == 0) {
-			eof = true;
-			pts_flow_end(flow);
-		}
-	}
-	free(recs);
-	if (pts_out_fini(&out) < 0 && status == PTS_EXIT_OK) {
+	int status = pts_flow_run(cmd, flow, src, print_cb, &pr);
+	int errors = pr.errors;
+	if (status == 1)
+		status = PTS_EXIT_OK;
+	if (pts_out_fini(&pr.out) < 0 && status == PTS_EXIT_OK) {
 		pts_cli_error(cmd, "write error");
 		status = PTS_EXIT_USAGE;
 	}
@@ -229,13 +182,13 @@ static int run(struct pts_flow *flow, struct pts_source *src,
 		struct pts_flow_stats st;
 		pts_flow_get_stats(flow, &st);
 		double dt = pts_cli_now() - t0;
-		double mb = (double)pts_source_bytes(src) / 1e6;
+		double mb = (double)src->bytes / 1e6;
 		fprintf(stderr,
 			"instructions: %" PRIu64 "\nevents: %" PRIu64
 			"\nerrors: %" PRIu64 "\nbytes: %" PRIu64
 			"\nblocks built: %" PRIu64 "\nseconds: %.3f\n"
 			"instructions/s: %.0f\nMB/s: %.1f\n",
-			st.insns, st.events, st.errors, pts_source_bytes(src),
+			st.insns, st.events, st.errors, src->bytes,
 			st.blocks_built, dt, dt > 0 ? (double)st.insns / dt : 0.0,
 			dt > 0 ? mb / dt : 0.0);
 	}
@@ -245,6 +198,11 @@ static int run(struct pts_flow *flow, struct pts_source *src,
 }
 
 int pts_cmd_flow(int argc, char **argv)
+{
+	return pts_cmd_flow_input(argc, argv, NULL);
+}
+
+int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 {
 	static const struct option longopts[] = {
 		{"elf", required_argument, NULL, 'e'},
@@ -260,27 +218,20 @@ int pts_cmd_flow(int argc, char **argv)
 	};
 	struct flow_opts o = {0};
 	struct pts_image *img = pts_image_new();
+	struct pts_image_opts io = {.img = img};
 	if (!img) {
 		pts_cli_error(cmd, "out of memory");
 		return PTS_EXIT_USAGE;
 	}
-	int status = PTS_EXIT_OK, opt, err;
+	int status = PTS_EXIT_OK, opt;
 	while (status == PTS_EXIT_OK &&
 	       (opt = pts_cli_getopt(argc, argv, ":h", longopts)) != -1) {
 		switch (opt) {
 		case 'e':
 		case 'r':
-			err = opt == 'e' ? pts_image_add_elf_spec(img, 0, optarg)
-					 : pts_image_add_raw_spec(img, 0, optarg);
-			if (err < 0) {
-				pts_cli_error(cmd, "%s: %s", optarg,
-					      pts_strerror(err));
-				status = PTS_EXIT_USAGE;
-			}
-			break;
 		case 'c':
-			if (load_config(optarg, img, &o) < 0)
-				status = PTS_EXIT_USAGE;
+		case 'C':
+			status = pts_image_opts_apply(cmd, &io, opt, optarg);
 			break;
 		case 'f':
 			if (strcmp(optarg, "ptxed") == 0)
@@ -296,12 +247,6 @@ int pts_cmd_flow(int argc, char **argv)
 		case 'n': o.no_inst = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'R': o.resync = 1; break;
-		case 'C':
-			if (pts_cpu_parse(optarg, &o.cpu) < 0)
-				status = pts_cli_usage_error(
-					cmd, "bad cpu '%s'", optarg);
-			o.have_cpu = 1;
-			break;
 		case 'h':
 			help();
 			pts_image_free(img);
@@ -311,15 +256,16 @@ int pts_cmd_flow(int argc, char **argv)
 			break;
 		}
 	}
-	if (status == PTS_EXIT_OK && optind != argc - 1)
-		status = pts_cli_usage_error(cmd, "expected one TRACE");
-	struct pts_source *src = NULL;
-	if (status == PTS_EXIT_OK &&
-	    pts_cli_open_trace(cmd, argv[optind], &src) < 0)
+	if (status == PTS_EXIT_OK && optind != argc - !given)
+		status = pts_cli_usage_error(cmd, given ? "no TRACE here"
+							: "expected one TRACE");
+	struct pts_trace_input opened = {0}, *src = given ? given : &opened;
+	if (status == PTS_EXIT_OK && !given &&
+	    pts_trace_input_open(cmd, argv[optind], &opened) < 0)
 		status = PTS_EXIT_USAGE;
 	if (status == PTS_EXIT_OK) {
 		struct pts_flow_config fc = {0};
-		fc.cpu = o.cpu;
+		fc.cpu = io.cpu;
 		struct pts_flow *flow = pts_flow_new(&fc, img);
 		if (flow) {
 			status = run(flow, src, &o);
@@ -329,7 +275,7 @@ int pts_cmd_flow(int argc, char **argv)
 		}
 		pts_flow_free(flow);
 	}
-	pts_source_close(src);
+	pts_trace_input_close(&opened);
 	pts_image_free(img);
 	return status;
 }

@@ -4,6 +4,7 @@
  * the mapped file. */
 #include "cli.h"
 #include "commands.h"
+#include "perf_cmd.h"
 
 #include <ptscope/perfdata.h>
 
@@ -14,30 +15,11 @@
 
 static const char cmd[] = "perf";
 
-enum perf_action { ACTION_INFO, ACTION_DUMP, ACTION_FLOW, ACTION_WINDOWS };
-enum perf_format { FORMAT_PTDUMP, FORMAT_JSONL };
-
 /* Output space reserved per line: the longest packet line plus the queue
  * fields and a JSON-escaped 16-byte comm stay far below this. */
 #define LINE_MAX_ 1024
 /* Conditions in a row without a packet after which the decoder is stuck. */
 #define STUCK_LIMIT 64
-
-struct perf_cmd {
-	enum perf_action action;
-	enum perf_format format;
-	int quiet, verbose;
-	int64_t cpu, tid; /* filters; -1: all */
-	const char *sysroot;
-	const char *remaps[16]; /* --remap OLD=NEW */
-	uint32_t nr_remaps;
-	const char *path;
-	struct pts_print_opts popts;
-
-	struct pts_perf *perf;
-	struct pts_perf_time_conv tc;
-	struct pts_out out;
-};
 
 /* What decoding one queue found; also the per-line context of `dump`. */
 struct queue_walk {
@@ -76,8 +58,17 @@ static void help(void)
 	      "           Offsets are positions in the queue's stream (its\n"
 	      "           buffers joined). --format jsonl adds queue, cpu, tid,\n"
 	      "           comm and perf time (ns, of the last TSC) to each line\n"
-	      "  flow     not yet available (exit 2): needs the flow decoder\n"
-	      "  windows  not yet available (exit 2): needs the windows model\n"
+	      "  flow     the executed instructions of every queue, decoded\n"
+	      "           with the code the MMAP records name (found under\n"
+	      "           --sysroot, through --remap or in the build-id cache).\n"
+	      "           --format ptxed (default) as `ptscope flow`; jsonl\n"
+	      "           adds queue, cpu, tid, comm and perf time (ns) to each\n"
+	      "           line; perf prints what `perf script --itrace=i0ns\n"
+	      "           -F comm,tid,cpu,time,ip,sym` prints, to diff with it\n"
+	      "  windows  the windows report of `ptscope windows` per queue,\n"
+	      "           configured from the PT event; AUX records flagged\n"
+	      "           TRUNCATED become \"truncated\" gaps. --format text\n"
+	      "           (default) or jsonl (queue fields and perf time first)\n"
 	      "\n"
 	      "options:\n"
 	      "      --sysroot=DIR  look for mapped files under DIR (also\n"
@@ -89,10 +80,15 @@ static void help(void)
 	      "      --cpu=N        only the queue(s) of CPU N\n"
 	      "      --tid=N        only thread N (queues of N; in per-cpu\n"
 	      "                     queues the stretches where N runs)\n"
-	      "  -f, --format=FMT   dump: ptdump (default) or jsonl\n"
+	      "  -f, --format=FMT   dump: ptdump (default) or jsonl; flow: ptxed\n"
+	      "                     (default), jsonl or perf; windows: text\n"
+	      "                     (default) or jsonl\n"
+	      "      --no-inst      flow, ptxed: addresses only\n"
+	      "      --verify       windows: check the verification rules\n"
+	      "      --enclave=SPEC windows: an enclave, as `ptscope windows`\n"
 	      "      --lastip       dump, ptdump: show the last-IP\n"
 	      "      --no-offset    dump, ptdump: leave out the offset column\n"
-	      "  -q, --quiet        dump: print only the summary on stderr\n"
+	      "  -q, --quiet        dump, flow: print only the summary on stderr\n"
 	      "  -v, --verbose      info: also list every mapped file\n"
 	      "  -h, --help         this text\n"
 	      "\n"
@@ -114,6 +110,9 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 		{"lastip", no_argument, NULL, 'L'},
 		{"no-offset", no_argument, NULL, 'O'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"no-inst", no_argument, NULL, 'n'},
+		{"verify", no_argument, NULL, 'V'},
+		{"enclave", required_argument, NULL, 'E'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -127,7 +126,8 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 			pc->sysroot = optarg;
 			break;
 		case 'M':
-			if (!strchr(optarg, '=') || pc->nr_remaps == 16)
+			if (!strchr(optarg, '=') ||
+			    pc->nr_remaps == PTS_PERF_MAX_REMAPS)
 				return pts_cli_usage_error(
 					cmd, "--remap: expected OLD=NEW (at "
 					     "most 16), got '%s'",
@@ -146,16 +146,31 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 				return PTS_EXIT_USAGE;
 			pc->tid = (int64_t)v;
 			break;
-		case 'f':
-			if (strcmp(optarg, "ptdump") == 0)
-				pc->format = FORMAT_PTDUMP;
-			else if (strcmp(optarg, "jsonl") == 0)
-				pc->format = FORMAT_JSONL;
-			else
+		case 'f': {
+			static const char *const names[] = {
+				"", "ptdump", "jsonl", "ptxed", "perf", "text"};
+			pc->format = FORMAT_DEFAULT;
+			for (int i = 1; i < 6; i++)
+				if (strcmp(optarg, names[i]) == 0)
+					pc->format = (enum perf_format)i;
+			if (pc->format == FORMAT_DEFAULT)
 				return pts_cli_usage_error(
-					cmd, "--format: expected ptdump or "
-					     "jsonl, got '%s'",
+					cmd, "--format: unknown format '%s'",
 					optarg);
+			break;
+		}
+		case 'n':
+			pc->no_inst = 1;
+			break;
+		case 'V':
+			pc->verify = 1;
+			break;
+		case 'E':
+			if (pc->nr_enclaves == PTS_PERF_MAX_ENCLAVES)
+				return pts_cli_usage_error(cmd, "at most %d "
+							   "enclaves",
+							   PTS_PERF_MAX_ENCLAVES);
+			pc->enclaves[pc->nr_enclaves++] = optarg;
 			break;
 		case 'L':
 			pc->popts.show_lastip = 1;
@@ -181,12 +196,25 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 						"perf.data file");
 	static const char *const actions[] = {"info", "dump", "flow",
 					      "windows"};
-	for (int i = 0; i < 4; i++)
-		if (strcmp(argv[optind], actions[i]) == 0) {
-			pc->action = (enum perf_action)i;
-			pc->path = argv[optind + 1];
-			return 0;
-		}
+	/* Which formats each action prints; the first is its default. */
+	static const enum perf_format formats[4][3] = {
+		{FORMAT_TEXT, FORMAT_TEXT, FORMAT_TEXT},
+		{FORMAT_PTDUMP, FORMAT_JSONL, FORMAT_JSONL},
+		{FORMAT_PTXED, FORMAT_JSONL, FORMAT_PERF},
+		{FORMAT_TEXT, FORMAT_JSONL, FORMAT_JSONL}};
+	for (int i = 0; i < 4; i++) {
+		if (strcmp(argv[optind], actions[i]) != 0)
+			continue;
+		pc->action = (enum perf_action)i;
+		pc->path = argv[optind + 1];
+		if (pc->format == FORMAT_DEFAULT || i == ACTION_INFO)
+			pc->format = formats[i][0];
+		for (int k = 0; k < 3; k++)
+			if (pc->format == formats[i][k])
+				return 0;
+		return pts_cli_usage_error(cmd, "--format: not one %s prints",
+					   actions[i]);
+	}
 	return pts_cli_usage_error(cmd, "unknown action '%s'", argv[optind]);
 }
 
@@ -194,7 +222,7 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 /* Walking one queue's packets.                                             */
 
 /* Appends @s JSON-escaped (control bytes as \u00XX). */
-static size_t json_str(char *p, size_t room, const char *s, size_t len)
+size_t pts_perfcmd_json_str(char *p, size_t room, const char *s, size_t len)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < len && n + 7 < room; i++) {
@@ -236,7 +264,7 @@ static size_t jsonl_prefix(const struct queue_walk *w, char *p, size_t room)
 				  ",\"tid\":%" PRId32 ",\"comm\":\"",
 			 w->q->idx, w->q->cpu, w->tid);
 	size_t len = n > 0 ? (size_t)n : 0;
-	len += json_str(p + len, room - len, w->comm.ptr, w->comm.len);
+	len += pts_perfcmd_json_str(p + len, room - len, w->comm.ptr, w->comm.len);
 	if (w->have_time)
 		n = snprintf(p + len, room - len, "\",\"time\":%" PRIu64 ",",
 			     w->time);
@@ -403,8 +431,8 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 	return rc;
 }
 
-static int queue_selected(const struct perf_cmd *pc,
-			  const struct pts_perf_queue *q)
+int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
+			       const struct pts_perf_queue *q)
 {
 	if (pc->cpu >= 0 && q->cpu != pc->cpu)
 		return 0;
@@ -558,7 +586,7 @@ static uint64_t info_queues(struct perf_cmd *pc)
 	     nq, nb, bytes);
 	for (uint32_t i = 0; i < nq; i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
-		if (!queue_selected(pc, q))
+		if (!pts_perfcmd_queue_selected(pc, q))
 			continue;
 		struct queue_walk w;
 		int rc = walk_queue(pc, i, 0, &w);
@@ -679,7 +707,7 @@ static int do_dump(struct perf_cmd *pc)
 	uint32_t nq = pts_perf_queue_count(pc->perf), shown = 0;
 	for (uint32_t i = 0; i < nq; i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
-		if (!queue_selected(pc, q))
+		if (!pts_perfcmd_queue_selected(pc, q))
 			continue;
 		struct queue_walk w;
 		int rc = walk_queue(pc, i, !pc->quiet, &w);
@@ -712,11 +740,6 @@ int pts_cmd_perf(int argc, char **argv)
 	int rc = parse_args(&pc, argc, argv);
 	if (rc != 0)
 		return rc < 0 ? PTS_EXIT_OK : rc;
-	if (pc.action == ACTION_FLOW || pc.action == ACTION_WINDOWS) {
-		pts_cli_error(cmd, "%s is not yet available for perf.data",
-			      pc.action == ACTION_FLOW ? "flow" : "windows");
-		return PTS_EXIT_USAGE;
-	}
 	struct pts_perf_error err;
 	int orc = pts_perf_open(pc.path, &pc.perf, &err);
 	if (orc < 0) {
@@ -733,8 +756,12 @@ int pts_cmd_perf(int argc, char **argv)
 		pts_perf_close(pc.perf);
 		return PTS_EXIT_USAGE;
 	}
-	status = pc.action == ACTION_INFO ? do_info(&pc)
-					  : do_dump(&pc);
+	switch (pc.action) {
+	case ACTION_INFO: status = do_info(&pc); break;
+	case ACTION_DUMP: status = do_dump(&pc); break;
+	case ACTION_FLOW: status = pts_perfcmd_flow(&pc); break;
+	case ACTION_WINDOWS: status = pts_perfcmd_windows(&pc); break;
+	}
 	if (pts_out_fini(&pc.out) < 0) {
 		pts_cli_error(cmd, "cannot write the output");
 		status = PTS_EXIT_USAGE;

@@ -4,7 +4,9 @@
  * subcommands read with --config (formats: fixtures/FORMATS.md). */
 #include "cli.h"
 #include "commands.h"
+#include "perf_synth.h"
 #include "synth/synth_run.h"
+#include "synth/topa_out.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,12 @@ static void help(void)
 	      "                        with why, events, timing marks\n"
 	      "      --visible=FILE    the flow a correct decoder prints\n"
 	      "      --config-out=FILE the trace configuration (--config)\n"
+	      "      --perf-data=FILE  the trace in a perf.data file that Linux\n"
+	      "                        perf decodes (one thread, MMAPs of the\n"
+	      "                        images, 1 TSC tick = 1 ns)\n"
+	      "      --topa=SPEC       also TRACE.desc, tables and regions:\n"
+	      "                        the trace in a ToPA layout (syntax in\n"
+	      "                        ptscope/topa.h: 4K,8K:int/16K:stop@1)\n"
 	      "flow:\n"
 	      "      --insns=N         instructions (1000..1000000000;\n"
 	      "                        default 100000; a run stops at exit)\n"
@@ -67,7 +75,7 @@ enum {
 	OPT_RET_NOCOMP, OPT_LONG_TNT, OPT_USER_ONLY, OPT_FILTER, OPT_STOP,
 	OPT_CR3, OPT_CR3_MATCH, OPT_TSC, OPT_MTC, OPT_CYC, OPT_CPI,
 	OPT_TSC_RATIO, OPT_NOM, OPT_CBR, OPT_FREQ_RATE, OPT_ASYNC, OPT_OVF,
-	OPT_OVF_LEN, OPT_ENCLAVE, OPT_AEX
+	OPT_OVF_LEN, OPT_ENCLAVE, OPT_AEX, OPT_TOPA, OPT_PERF_DATA
 };
 
 static const struct option longopts[] = {
@@ -77,6 +85,7 @@ static const struct option longopts[] = {
 	{"truth", required_argument, NULL, OPT_TRUTH},
 	{"visible", required_argument, NULL, OPT_VISIBLE},
 	{"config-out", required_argument, NULL, OPT_CONFIG_OUT},
+	{"perf-data", required_argument, NULL, OPT_PERF_DATA},
 	{"insns", required_argument, NULL, OPT_INSNS},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"start", required_argument, NULL, OPT_START},
@@ -103,6 +112,7 @@ static const struct option longopts[] = {
 	{"ovf-len", required_argument, NULL, OPT_OVF_LEN},
 	{"enclave", required_argument, NULL, OPT_ENCLAVE},
 	{"aex-rate", required_argument, NULL, OPT_AEX},
+	{"topa", required_argument, NULL, OPT_TOPA},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
@@ -111,6 +121,8 @@ static const struct option longopts[] = {
 struct synth_cli {
 	struct syn_options o;
 	const char *walk, *output, *truth, *visible, *config_out, *start;
+	const char *perf_data;
+	const char *topa;
 	char **run_argv;
 	const char *ranges[4];
 	uint8_t range_cfg[4];
@@ -242,6 +254,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		case OPT_TRUTH: c->truth = optarg; break;
 		case OPT_VISIBLE: c->visible = optarg; break;
 		case OPT_CONFIG_OUT: c->config_out = optarg; break;
+		case OPT_PERF_DATA: c->perf_data = optarg; break;
 		case OPT_START: c->start = optarg; break;
 		case OPT_INSNS:
 			bad = pts_cli_parse_u64(cmd, "--insns", optarg,
@@ -331,6 +344,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			c->enclaves[c->n_enclaves++] = optarg;
 			break;
 		case OPT_AEX: bad = rate(optarg, &c->o.aex_rate); break;
+		case OPT_TOPA: c->topa = optarg; break;
 		default:
 			return pts_cli_bad_option(cmd, ret, argv);
 		}
@@ -414,6 +428,31 @@ static int write_config(struct synth_cli *c, struct pts_config *cfg)
 	if (err < 0)
 		pts_cli_error(cmd, "cannot write %s", c->config_out);
 	return err < 0 ? -1 : 0;
+}
+
+/* --topa: the finished trace file copied into the ToPA layout. */
+static int write_topa(const struct synth_cli *c, FILE *out)
+{
+	struct syn_topa_result r;
+	int err = fflush(out) ? -PTS_ERR_IO
+			      : syn_topa_save(c->topa, c->output, c->output, &r);
+	if (err < 0) {
+		pts_cli_error(cmd, "--topa %s: %s", c->topa,
+			      err == -PTS_ERR_BAD_CONFIG ? "bad layout"
+							 : pts_strerror(err));
+		return -1;
+	}
+	if (!c->quiet)
+		fprintf(stderr,
+			"ptscope synth: %s.desc: %llu of %llu bytes stored "
+			"(buffer %llu)%s\n",
+			c->output, (unsigned long long)r.stored,
+			(unsigned long long)r.trace_bytes,
+			(unsigned long long)r.capacity,
+			r.stored < r.trace_bytes  ? ", stopped"
+			: r.trace_bytes > r.capacity ? ", wrapped"
+						     : "");
+	return 0;
 }
 
 int pts_cmd_synth(int argc, char **argv)
@@ -530,7 +569,8 @@ int pts_cmd_synth(int argc, char **argv)
 	} else {
 		err = syn_run_images(run, &cfg);
 	}
-	if (err < 0 || write_config(&c, &cfg) < 0)
+	if (err < 0 || write_config(&c, &cfg) < 0 ||
+	    (c.topa && write_topa(&c, out) < 0))
 		goto done;
 	if (syn_truth_free(truth) < 0) {
 		truth = NULL;
@@ -558,6 +598,15 @@ done:
 	syn_truth_free(truth);
 	if (out && fclose(out) && status == PTS_EXIT_OK) {
 		pts_cli_error(cmd, "cannot write %s", c.output);
+		status = PTS_EXIT_USAGE;
+	}
+	out = NULL;
+	if (status == PTS_EXIT_OK && c.perf_data)
+		syn_options_to_config(&c.o, &cfg); /* without --config-out too */
+	if (status == PTS_EXIT_OK && c.perf_data &&
+	    pts_synth_perf_data(c.output, &cfg, c.walk ? "synth" : c.run_argv[0],
+				c.perf_data) < 0) {
+		pts_cli_error(cmd, "cannot write %s", c.perf_data);
 		status = PTS_EXIT_USAGE;
 	}
 	if (ftruth)

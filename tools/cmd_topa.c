@@ -1,8 +1,11 @@
 /* ptscope topa: raw ToPA or single-range output buffers (tables, regions,
  * output MSRs) turned into the linear trace in write order. `linear` writes
- * it out; `dump` decodes it streaming, slice by slice, without a copy. */
+ * it out; `dump` decodes it streaming, slice by slice, without a copy;
+ * `flow`, `windows` and `cov` are those commands reading the slices the
+ * same way (flow_run.h). */
 #include "cli.h"
 #include "commands.h"
+#include "flow_run.h"
 
 #include <ptscope/topa.h>
 
@@ -77,8 +80,12 @@ static void help(void)
 	      "                       --no-offset, --cpu=CPU, -q/--quiet (no\n"
 	      "                       packets; a summary on stderr)\n"
 	      "  info                 tables, regions, write position, wrap\n"
-	      "  flow, windows, cov   not yet available (need the flow\n"
-	      "                       decoder): decode `linear` output\n"
+	      "  flow [OPTIONS]       `ptscope flow` on the trace (--elf,\n"
+	      "                       --raw, --config, --format, ...)\n"
+	      "  windows [OPTIONS]    `ptscope windows` on the trace\n"
+	      "  cov [OPTIONS]        `ptscope cov` on the trace (--edges,\n"
+	      "                       --bitmap OUT, --unique, --filter)\n"
+	      "The three read the buffers in place, slice by slice.\n"
 	      "\n"
 	      "A packet cut by a ToPA STOP shows as truncation, not as an\n"
 	      "error:\n"
@@ -395,6 +402,28 @@ static int run_dump(struct topa_cli *c)
 	return status;
 }
 
+/* The commands that decode the slices: the subcommand of that name. */
+static int (*decoder_of(const char *what))(int, char **,
+					    struct pts_trace_input *)
+{
+	return !strcmp(what, "flow")	  ? pts_cmd_flow_input
+	       : !strcmp(what, "windows") ? pts_cmd_windows_input
+	       : !strcmp(what, "cov")	  ? pts_cmd_cov_input
+					  : NULL;
+}
+
+/* `flow`, `windows` or `cov` with the words from the command on. */
+static int run_decoder(struct topa_cli *c, const char *what, int argc,
+		       char **argv)
+{
+	struct pts_trace_input in;
+	pts_trace_input_topa(&in, c->t);
+	int sub_argc = argc - optind;
+	char **sub_argv = argv + optind;
+	optind = 0; /* getopt starts over on the subcommand's words */
+	return decoder_of(what)(sub_argc, sub_argv, &in);
+}
+
 /* The command word and its options. Returns 0 or an exit status. */
 static int parse_command(struct topa_cli *c, int argc, char **argv,
 			 const char **what)
@@ -409,17 +438,12 @@ static int parse_command(struct topa_cli *c, int argc, char **argv,
 		{NULL, 0, NULL, 0},
 	};
 	if (optind >= argc)
-		return pts_cli_usage_error(cmd,
-					   "no command: linear, dump, info");
+		return pts_cli_usage_error(
+			cmd, "no command: linear, dump, info, flow, windows, "
+			     "cov");
 	*what = argv[optind];
-	if (!strcmp(*what, "flow") || !strcmp(*what, "windows") ||
-	    !strcmp(*what, "cov")) {
-		pts_cli_error(cmd,
-			      "%s: not yet available (needs the flow "
-			      "decoder); use 'linear -o OUT' and decode that",
-			      *what);
-		return PTS_EXIT_USAGE;
-	}
+	if (decoder_of(*what))
+		return 0; /* its options are its own */
 	const int linear = !strcmp(*what, "linear");
 	const int dump = !strcmp(*what, "dump");
 	if (!linear && !dump && strcmp(*what, "info"))
@@ -488,9 +512,10 @@ int pts_cmd_topa(int argc, char **argv)
 	if (status == 0)
 		status = load(&c);
 	if (status == 0)
-		status = !strcmp(what, "linear") ? run_linear(&c)
-			 : !strcmp(what, "dump") ? run_dump(&c)
-						 : run_info(&c);
+		status = decoder_of(what)	 ? run_decoder(&c, what, argc, argv)
+			 : !strcmp(what, "linear") ? run_linear(&c)
+			 : !strcmp(what, "dump")   ? run_dump(&c)
+						   : run_info(&c);
 	pts_topa_free(c.t);
 	free(c.lines.buf);
 	return status < 0 ? PTS_EXIT_OK : status;

@@ -1,9 +1,14 @@
 /* ptscope windows: when tracing was on, when it was off, why, and (with
  * --verify) whether anything is wrong. Streams the trace through the packet
  * decoder into the windows model (windows.h) and prints its records as a
- * table or as JSON lines, then a summary. */
+ * table or as JSON lines, then a summary. With images (--elf, --raw, the
+ * images of --config) the flow decoder runs over the same bytes and gives
+ * the model what only the code tells (windows_evidence.h); without, the
+ * packets alone are read, at packet speed. */
 #include "cli.h"
 #include "commands.h"
+#include "flow_run.h"
+#include "windows_evidence.h"
 #include "windows_report.h"
 
 #include <ptscope/model.h>
@@ -21,7 +26,10 @@ struct windows {
 	struct pts_winrep_opts opts;
 	uint8_t perf;     /* TRACE is a perf.data file */
 	uint8_t have_cfg; /* --config or a configuration option was given */
+	uint8_t packets_only; /* --packets-only: ignore images */
+	struct pts_image *img; /* --elf, --raw, --config images; NULL: none */
 	const char *trace;
+	struct pts_trace_input *in; /* given by `topa ... windows` */
 	const char *config_path;
 	struct pts_config config; /* --config, then the options on top */
 	struct pts_pkt_config pkt_config;
@@ -41,7 +49,12 @@ static void help(void)
 	      "unknown.\n"
 	      "\n"
 	      "options:\n"
-	      "      --config=FILE     trace configuration (ptscope-config 1)\n"
+	      "      --config=FILE     trace configuration (ptscope-config 1;\n"
+	      "                        its images are used as --elf/--raw)\n"
+	      "      --elf=FILE[:BASE] code from an ELF file: run the flow\n"
+	      "                        decoder for evidence from the code\n"
+	      "      --raw=FILE[:FROM[-TO]]:ADDR  code from a raw file\n"
+	      "      --packets-only    ignore images: packets alone\n"
 	      "      --enclave=SPEC    BEGIN-END:production|debug[,aep=ADDR]\n"
 	      "                        [,eexit=ADDR][,name=N]; END exclusive;\n"
 	      "                        repeat for several enclaves\n"
@@ -65,6 +78,11 @@ static void help(void)
 	      "  -h, --help            this text\n"
 	      "\n"
 	      "Options given after --config override its values.\n"
+	      "With images, each FUP+TIP.PGD is checked for an ENCLU at the\n"
+	      "FUP (entry-not-enclu), each bare TIP.PGD's branch and each\n"
+	      "TIP.PGE target settle needs-images gaps, and compressed\n"
+	      "returns with an empty return stack are reported\n"
+	      "(retstack-empty).\n"
 	      "Exit status: 0 clean, 1 --verify found violations, 2 usage or\n"
 	      "I/O error.\n",
 	      stdout);
@@ -207,11 +225,58 @@ static const struct option longopts[] = {
 	{"cpu", required_argument, NULL, 'C'},
 	{"no-sync", no_argument, NULL, 'Y'},
 	{"perf", no_argument, NULL, 'P'},
+	{"elf", required_argument, NULL, 'L'},
+	{"raw", required_argument, NULL, 'W'},
+	{"packets-only", no_argument, NULL, 'O'},
 	{"verify", no_argument, NULL, 'V'},
 	{"format", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
+
+/* The image set, made on first use. Returns it or NULL (message given). */
+static struct pts_image *images(struct windows *w)
+{
+	if (!w->img && !(w->img = pts_image_new()))
+		pts_cli_error(cmd, "out of memory");
+	return w->img;
+}
+
+/* --elf FILE[:BASE] ('L') or --raw FILE[:FROM[-TO]]:ADDR ('W'), in the
+ * default address space: code seen from every CR3. */
+static int add_image(struct windows *w, int c, const char *arg)
+{
+	struct pts_image *img = images(w);
+	int err;
+
+	if (!img)
+		return PTS_EXIT_USAGE;
+	err = c == 'L' ? pts_image_add_elf_spec(img, 0, arg)
+		       : pts_image_add_raw_spec(img, 0, arg);
+	if (err < 0)
+		return pts_cli_usage_error(cmd, "%s %s: %s",
+					   c == 'L' ? "--elf" : "--raw", arg,
+					   pts_strerror(err));
+	return 0;
+}
+
+static int add_config_image(struct windows *w, const struct pts_image_spec *s)
+{
+	struct pts_image *img = images(w);
+	int err;
+
+	if (!img)
+		return PTS_EXIT_USAGE;
+	err = s->kind == PTS_IMAGE_ELF
+		      ? pts_image_add_elf(img, 0, s->path, s->base)
+		      : pts_image_add_raw(img, 0, s->path, s->from, s->to,
+					  s->addr);
+	if (err < 0)
+		return pts_cli_usage_error(cmd, "%s: image %s: %s",
+					   w->config_path, s->path,
+					   pts_strerror(err));
+	return 0;
+}
 
 /* Two passes: the first finds --config (and the non-config options), the
  * second applies the configuration options on top of the file. */
@@ -232,6 +297,15 @@ static int parse_args(struct windows *w, int argc, char **argv)
 			break;
 		case 'P':
 			w->perf = 1;
+			break;
+		case 'O':
+			w->packets_only = 1;
+			break;
+		case 'L':
+		case 'W':
+			err = add_image(w, c, optarg);
+			if (err)
+				return err;
 			break;
 		case 'f':
 			if (strcmp(optarg, "text") == 0)
@@ -254,12 +328,17 @@ static int parse_args(struct windows *w, int argc, char **argv)
 			break;
 		}
 	}
-	if (optind >= argc)
+	if (w->in && (optind < argc || w->perf))
+		return pts_cli_usage_error(cmd, "the trace is given already");
+	if (w->in)
+		w->trace = "ToPA buffer";
+	else if (optind >= argc)
 		return pts_cli_usage_error(cmd, "no trace given");
 	if (optind + 1 < argc)
 		return pts_cli_usage_error(cmd, "one trace only, got '%s' too",
 					   argv[optind + 1]);
-	w->trace = argv[optind];
+	if (!w->in)
+		w->trace = argv[optind];
 	if (w->config_path) {
 		err = pts_config_load(&w->config, w->config_path, &err_line);
 		if (err < 0)
@@ -268,6 +347,11 @@ static int parse_args(struct windows *w, int argc, char **argv)
 						   err_line, pts_strerror(err));
 		w->pkt_config.cpu = w->config.trace.cpu;
 		w->have_cfg = 1;
+		for (size_t i = 0; i < w->config.n_images; i++) {
+			err = add_config_image(w, &w->config.images[i]);
+			if (err)
+				return err;
+		}
 	}
 	return 0;
 }
@@ -280,7 +364,7 @@ static int apply_options(struct windows *w, int argc, char **argv)
 
 	optind = 1;
 	while ((c = pts_cli_getopt(argc, argv, ":f:h", longopts)) != -1) {
-		if (strchr("KYPVfh", c))
+		if (strchr("KYPVfhLWO", c))
 			continue;
 		err = apply_option(w, c, optarg);
 		if (err)
@@ -293,25 +377,40 @@ static int apply_options(struct windows *w, int argc, char **argv)
 
 static int run_raw(struct windows *w)
 {
-	struct pts_source *src = NULL;
+	struct pts_trace_input opened = {0};
+	struct pts_trace_input *src = w->in ? w->in : &opened;
 	struct pts_pkt_decoder *dec;
 	struct pts_winrep rep;
+	struct pts_winev *ev = NULL;
 	struct pts_input chunk;
 	int r, status = PTS_EXIT_OK;
 
-	if (pts_cli_open_trace(cmd, w->trace, &src) < 0)
+	memset(&rep, 0, sizeof(rep));
+	if (!w->in && pts_trace_input_open(cmd, w->trace, &opened) < 0)
 		return PTS_EXIT_USAGE;
 	dec = pts_pkt_decoder_new(&w->pkt_config);
 	if (!dec || pts_winrep_init(&rep, &w->config.trace, &w->opts,
-				    &w->out) < 0) {
+				    &w->out) < 0 ||
+	    (w->img && !(ev = pts_winev_new(&rep, w->img,
+					     &w->pkt_config.cpu)))) {
 		pts_cli_error(cmd, "out of memory");
+		if (rep.model)
+			pts_winrep_fini(&rep);
 		pts_pkt_decoder_free(dec);
-		pts_source_close(src);
+		pts_trace_input_close(&opened);
 		return PTS_EXIT_USAGE;
 	}
-	while ((r = pts_source_next(src, &chunk)) == 1)
+	/* The flow decoder sees each chunk first: the packets of the same
+	 * bytes then wait in the report for what it found (the chunk stays
+	 * valid until the next read). */
+	while ((r = pts_trace_input_next(src, &chunk)) == 1) {
+		if (ev && pts_winev_flow(ev, chunk) < 0) {
+			r = -PTS_ERR_NOMEM;
+			break;
+		}
 		if (pts_winrep_decode(&rep, dec, &chunk) == -PTS_ERR_NO_PROGRESS)
 			break;
+	}
 	if (r < 0) {
 		pts_cli_error(cmd, "cannot read %s: %s", w->trace,
 			      pts_strerror(r));
@@ -325,8 +424,9 @@ static int run_raw(struct windows *w)
 	} else {
 		status = PTS_EXIT_USAGE;
 	}
-	pts_winrep_finish(&rep, pts_source_bytes(src) +
-					w->pkt_config.base_offset);
+	if (ev)
+		pts_winev_finish(ev, cmd);
+	pts_winrep_finish(&rep, src->bytes + w->pkt_config.base_offset);
 	if (rep.failed) {
 		pts_cli_error(cmd, "internal error in the windows model");
 		status = PTS_EXIT_USAGE;
@@ -334,9 +434,10 @@ static int run_raw(struct windows *w)
 	if (status == PTS_EXIT_OK && w->opts.verify &&
 	    pts_winrep_violations(&rep))
 		status = PTS_EXIT_ERRORS;
+	pts_winev_free(ev);
 	pts_winrep_fini(&rep);
 	pts_pkt_decoder_free(dec);
-	pts_source_close(src);
+	pts_trace_input_close(&opened);
 	return status;
 }
 
@@ -377,18 +478,10 @@ static int run_queue(struct windows *w, const struct pts_perf *perf,
 	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&w->pkt_config);
 	struct pts_input none = {NULL, 0, 0};
 	uint64_t soff = 0;
-	char line[160];
 	int rc = 0;
 
 	if (!dec)
 		return -PTS_ERR_NOMEM;
-	snprintf(line, sizeof(line),
-		 w->opts.jsonl ? "{\"type\":\"queue\",\"idx\":%" PRIu32
-				 ",\"cpu\":%" PRId32 ",\"tid\":%" PRId32 "}\n"
-			       : "# queue %" PRIu32 ": cpu %" PRId32
-				 ", tid %" PRId32 "\n",
-		 q->idx, q->cpu, q->tid);
-	pts_out_puts(&w->out, line);
 	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS;
 	     j++) {
 		const struct pts_perf_buffer *b = pts_perf_queue_buffer(perf, qi, j);
@@ -430,6 +523,17 @@ static int run_perf(struct windows *w, int argc, char **argv)
 	status = apply_options(w, argc, argv);
 	for (uint32_t i = 0; status == PTS_EXIT_OK &&
 			     i < pts_perf_queue_count(perf); i++) {
+		const struct pts_perf_queue *q = pts_perf_queue_get(perf, i);
+		char line[160];
+
+		snprintf(line, sizeof(line),
+			 w->opts.jsonl
+				 ? "{\"type\":\"queue\",\"idx\":%" PRIu32
+				   ",\"cpu\":%" PRId32 ",\"tid\":%" PRId32 "}\n"
+				 : "# queue %" PRIu32 ": cpu %" PRId32
+				   ", tid %" PRId32 "\n",
+			 q->idx, q->cpu, q->tid);
+		pts_out_puts(&w->out, line);
 		if (pts_winrep_init(&rep, &w->config.trace, &w->opts,
 				    &w->out) < 0) {
 			pts_cli_error(cmd, "out of memory");
@@ -449,23 +553,44 @@ static int run_perf(struct windows *w, int argc, char **argv)
 
 int pts_cmd_windows(int argc, char **argv)
 {
+	return pts_cmd_windows_input(argc, argv, NULL);
+}
+
+int pts_cmd_windows_input(int argc, char **argv, struct pts_trace_input *in)
+{
 	struct windows w;
 	int status;
 
 	memset(&w, 0, sizeof(w));
+	w.in = in;
 	pts_config_init(&w.config);
 	optind = 1;
 	status = parse_args(&w, argc, argv);
 	if (status == 0 && !w.perf)
 		status = apply_options(&w, argc, argv);
 	if (status != 0) {
+		pts_image_free(w.img);
 		pts_config_fini(&w.config);
 		return status < 0 ? PTS_EXIT_OK : status;
 	}
-	w.opts.have_map = w.config.n_enclaves != 0;
+	if (status == 0 && w.perf && w.img && !w.packets_only)
+		status = pts_cli_usage_error(cmd, "--perf: images are not "
+						  "used yet (give "
+						  "--packets-only)");
+	if (status != 0) {
+		pts_image_free(w.img);
+		pts_config_fini(&w.config);
+		return status;
+	}
+	if (w.packets_only) {
+		pts_image_free(w.img);
+		w.img = NULL;
+	}
+	w.opts.have_map = w.config.n_enclaves != 0 || w.img;
 	w.opts.tsc_hz = pts_config_tsc_hz(&w.config.trace);
 	if (pts_out_init(&w.out, stdout, 1u << 20) < 0) {
 		pts_cli_error(cmd, "out of memory");
+		pts_image_free(w.img);
 		pts_config_fini(&w.config);
 		return PTS_EXIT_USAGE;
 	}
@@ -474,6 +599,7 @@ int pts_cmd_windows(int argc, char **argv)
 		pts_cli_error(cmd, "cannot write the output");
 		status = PTS_EXIT_USAGE;
 	}
+	pts_image_free(w.img);
 	pts_config_fini(&w.config);
 	return status;
 }

@@ -16,6 +16,7 @@ struct subcommand {
 
 static const struct subcommand subcommands[] = {
 	{"dump", pts_cmd_dump, "print the packets of a raw PT trace"},
+	{"cov", pts_cmd_cov, "branch edges and an AFL-style edge bitmap"},
 	{"flow", pts_cmd_flow, "the executed instructions, given the code"},
 	{"perf", pts_cmd_perf, "read a perf.data capture (info, dump)"},
 	{"topa", pts_cmd_topa, "linearize ToPA / single-range output buffers"},

@@ -3,6 +3,7 @@
  * cause in time (TSC ticks) or, without timing, in bytes. JSON lines: one
  * object per record, then one "summary" object. */
 #include "windows_report.h"
+#include "windows_evidence.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -47,71 +48,163 @@ static size_t put(char *p, size_t len, size_t cap, const char *fmt, ...)
 	return (size_t)n < cap - len ? len + (size_t)n : cap - 1;
 }
 
+/* Hand-made formatting for the lines printed per record: a gap every few
+ * dozen packets makes printf the cost of the whole report. Each appends at
+ * @len within @cap (the line buffer is far larger than any line). */
+static size_t app(char *p, size_t len, size_t cap, const char *s)
+{
+	while (*s && len + 1 < cap)
+		p[len++] = *s++;
+	p[len] = '\0';
+	return len;
+}
+
+/* @s left-aligned in @width columns (printf's %-Ns). */
+static size_t app_left(char *p, size_t len, size_t cap, const char *s,
+		       unsigned width)
+{
+	size_t start = len;
+
+	len = app(p, len, cap, s);
+	while (len - start < width && len + 1 < cap)
+		p[len++] = ' ';
+	p[len] = '\0';
+	return len;
+}
+
+/* @v in base @base, right-aligned in @width columns (%Nx, %Nu). */
+static size_t app_num(char *p, size_t len, size_t cap, uint64_t v,
+		      unsigned base, unsigned width)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[24];
+	unsigned n = 0;
+
+	do {
+		tmp[n++] = digits[v % base];
+		v /= base;
+	} while (v);
+	while (width > n && len + 1 < cap) {
+		p[len++] = ' ';
+		width--;
+	}
+	while (n && len + 1 < cap)
+		p[len++] = tmp[--n];
+	p[len] = '\0';
+	return len;
+}
+
+static size_t app_hex(char *p, size_t len, size_t cap, uint64_t v)
+{
+	len = app(p, len, cap, "0x");
+	return app_num(p, len, cap, v, 16, 0);
+}
+
 static size_t put_ip(char *p, size_t len, size_t cap,
 		     const struct pts_win_point *pt)
 {
 	if (!pt->has_ip)
-		return put(p, len, cap, "-");
-	return put(p, len, cap, "0x%" PRIx64, pt->ip);
+		return app(p, len, cap, "-");
+	return app_hex(p, len, cap, pt->ip);
+}
+
+/* " NAME=N" when N is not 0. */
+static size_t app_count(char *p, size_t len, size_t cap, const char *name,
+			uint64_t n)
+{
+	if (!n)
+		return len;
+	len = app(p, len, cap, name);
+	return app_num(p, len, cap, n, 10, 0);
+}
+
+static size_t app_edge(char *p, size_t len, size_t cap,
+		       const struct pts_win_point *pt)
+{
+	len = app(p, len, cap, pts_win_edge_name(pt->edge));
+	if (!pt->has_ip)
+		return len;
+	len = app(p, len, cap, "@");
+	return app_hex(p, len, cap, pt->ip);
 }
 
 static size_t text_gap_detail(char *p, size_t len, size_t cap,
 			      const struct pts_win_record *r)
 {
-	len = put(p, len, cap, "%s", pts_win_edge_name(r->begin.edge));
-	if (r->begin.has_ip)
-		len = put(p, len, cap, "@0x%" PRIx64, r->begin.ip);
-	len = put(p, len, cap, " -> %s", pts_win_edge_name(r->end.edge));
-	if (r->end.has_ip)
-		len = put(p, len, cap, "@0x%" PRIx64, r->end.ip);
-	len = put(p, len, cap, " [%s]", pts_gap_basis_name(r->basis));
-	if (r->cause == PTS_GAP_ENCLAVE)
-		len = put(p, len, cap, " %s/%s",
-			  pts_enclave_edge_name(r->entry),
-			  pts_enclave_edge_name(r->exit));
-	if (r->psbs)
-		len = put(p, len, cap, " psb=%u", (unsigned)r->psbs);
-	if (r->ovfs)
-		len = put(p, len, cap, " ovf=%u", (unsigned)r->ovfs);
-	if (r->cbrs)
-		len = put(p, len, cap, " cbr-changes=%u", (unsigned)r->cbrs);
+	len = app_edge(p, len, cap, &r->begin);
+	len = app(p, len, cap, " -> ");
+	len = app_edge(p, len, cap, &r->end);
+	len = app(p, len, cap, " [");
+	len = app(p, len, cap, pts_gap_basis_name(r->basis));
+	len = app(p, len, cap, "]");
+	if (r->cause == PTS_GAP_ENCLAVE) {
+		len = app(p, len, cap, " ");
+		len = app(p, len, cap, pts_enclave_edge_name(r->entry));
+		len = app(p, len, cap, "/");
+		len = app(p, len, cap, pts_enclave_edge_name(r->exit));
+	}
+	len = app_count(p, len, cap, " psb=", r->psbs);
+	len = app_count(p, len, cap, " ovf=", r->ovfs);
+	len = app_count(p, len, cap, " cbr-changes=", r->cbrs);
 	if (r->flags & PTS_GAPF_UNCERTAIN)
-		len = put(p, len, cap, " uncertain");
+		len = app(p, len, cap, " uncertain");
 	if (r->flags & PTS_GAPF_TRAILING)
-		len = put(p, len, cap, " trailing");
-	if (r->detail[0])
-		len = put(p, len, cap, " (%s)", r->detail);
+		len = app(p, len, cap, " trailing");
+	if (r->detail[0]) {
+		len = app(p, len, cap, " (");
+		len = app(p, len, cap, r->detail);
+		len = app(p, len, cap, ")");
+	}
 	return len;
 }
 
 static size_t format_text(const struct pts_win_record *r, char *p, size_t cap)
 {
 	uint64_t ticks;
-	char tbuf[24] = "-";
 	size_t len = 0;
 
 	if (r->type == PTS_REC_VIOLATION) {
-		len = put(p, len, cap, "violation %-24s at 0x%" PRIx64,
-			  pts_rule_name(r->rule), r->begin.offset);
-		if (r->begin.has_ip)
-			len = put(p, len, cap, " ip 0x%" PRIx64, r->begin.ip);
-		return put(p, len, cap, ": %s", r->detail);
+		len = app(p, len, cap, "violation ");
+		len = app_left(p, len, cap, pts_rule_name(r->rule), 24);
+		len = app(p, len, cap, " at ");
+		len = app_hex(p, len, cap, r->begin.offset);
+		if (r->begin.has_ip) {
+			len = app(p, len, cap, " ip ");
+			len = app_hex(p, len, cap, r->begin.ip);
+		}
+		len = app(p, len, cap, ": ");
+		return app(p, len, cap, r->detail);
 	}
+	len = app_left(p, len, cap,
+		       r->type == PTS_REC_WINDOW ? "window" : "gap", 6);
+	len = app(p, len, cap, " ");
+	len = app_num(p, len, cap, r->begin.offset, 16, 10);
+	len = app(p, len, cap, " ");
+	len = app_num(p, len, cap, r->end.offset, 16, 10);
+	len = app(p, len, cap, " ");
+	len = app_num(p, len, cap, rec_bytes(r), 10, 9);
+	len = app(p, len, cap, " ");
 	if (rec_ticks(r, &ticks))
-		snprintf(tbuf, sizeof(tbuf), "%" PRIu64, ticks);
-	len = put(p, len, cap, "%-6s %10" PRIx64 " %10" PRIx64 " %9" PRIu64
-			       " %12s  %-12s ",
-		  r->type == PTS_REC_WINDOW ? "window" : "gap", r->begin.offset,
-		  r->end.offset, rec_bytes(r), tbuf,
-		  r->type == PTS_REC_WINDOW ? "-" : pts_gap_cause_name(r->cause));
+		len = app_num(p, len, cap, ticks, 10, 12);
+	else
+		len = app(p, len, cap, "           -");
+	len = app(p, len, cap, "  ");
+	len = app_left(p, len, cap,
+		       r->type == PTS_REC_WINDOW ? "-"
+						 : pts_gap_cause_name(r->cause),
+		       12);
+	len = app(p, len, cap, " ");
 	if (r->type == PTS_REC_GAP)
 		return text_gap_detail(p, len, cap, r);
 	len = put_ip(p, len, cap, &r->begin);
-	len = put(p, len, cap, " .. ");
+	len = app(p, len, cap, " .. ");
 	len = put_ip(p, len, cap, &r->end);
-	return put(p, len, cap,
-		   " packets=%" PRIu64 " tnt=%" PRIu64 " tip=%" PRIu64,
-		   r->packets, r->tnt_bits, r->tips);
+	len = app(p, len, cap, " packets=");
+	len = app_num(p, len, cap, r->packets, 10, 0);
+	len = app(p, len, cap, " tnt=");
+	len = app_num(p, len, cap, r->tnt_bits, 10, 0);
+	len = app(p, len, cap, " tip=");
+	return app_num(p, len, cap, r->tips, 10, 0);
 }
 
 /* JSON string contents: the details are ASCII we wrote, but escape anyway. */
@@ -149,7 +242,12 @@ static size_t format_jsonl(const struct pts_winrep *w,
 {
 	static const char *const types[] = {"window", "gap", "violation"};
 	uint64_t ticks;
-	size_t len = put(p, 0, cap, "{\"type\":\"%s\"", types[r->type]);
+	size_t len = put(p, 0, cap, "{");
+
+	if (w->opts.jsonl_fields)
+		len += w->opts.jsonl_fields(w->opts.jsonl_ctx, r, p + len,
+					    cap - len);
+	len = put(p, len, cap, "\"type\":\"%s\"", types[r->type]);
 
 	if (r->type == PTS_REC_VIOLATION) {
 		len = put(p, len, cap, ",\"rule\":\"%s\",\"offset\":%" PRIu64,
@@ -330,8 +428,12 @@ static void summary_jsonl(struct pts_winrep *w, const struct pts_win_summary *s)
 	size_t len, cap = sizeof(line);
 	const char *sep = "";
 
-	len = put(line, 0, cap,
-		  "{\"type\":\"summary\",\"windows\":%" PRIu64
+	len = put(line, 0, cap, "{");
+	if (w->opts.jsonl_fields)
+		len += w->opts.jsonl_fields(w->opts.jsonl_ctx, NULL, line + len,
+					    cap - len);
+	len = put(line, len, cap,
+		  "\"type\":\"summary\",\"windows\":%" PRIu64
 		  ",\"window_bytes\":%" PRIu64 ",\"window_ticks\":%" PRIu64
 		  ",\"gaps\":{",
 		  s->windows, s->window_bytes, s->window_ticks);
@@ -405,6 +507,38 @@ void pts_winrep_fini(struct pts_winrep *w)
 	w->model = NULL;
 }
 
+void pts_winrep_feed(struct pts_winrep *w, const struct pts_packet *pkts,
+		     int n)
+{
+	for (int i = 0; i < n;) {
+		const int ret = pts_win_feed_batch(w->model, pkts + i, n - i);
+
+		if (ret <= 0) { /* cannot happen: not ended */
+			w->failed = 1;
+			return;
+		}
+		i += ret;
+		drain_model(w, 1);
+	}
+}
+
+void pts_winrep_lost(struct pts_winrep *w, int cause, uint64_t begin,
+		     uint64_t end)
+{
+	drain_model(w, pts_win_lost(w->model, cause, begin, end));
+}
+
+void pts_winrep_evidence(struct pts_winrep *w,
+			 const struct pts_win_evidence *ev)
+{
+	const int ret = pts_win_evidence(w->model, ev);
+
+	/* NOSYNC: the model has no gap open there (the two decoders
+	 * disagree after lost bytes); the evidence says nothing then. */
+	if (ret != -PTS_ERR_NOSYNC)
+		drain_model(w, ret);
+}
+
 int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 		      struct pts_input *in)
 {
@@ -416,17 +550,10 @@ int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 
 		if (n > 0) {
 			w->stuck = 0;
-			for (int i = 0; i < n;) {
-				const int ret = pts_win_feed_batch(
-					w->model, pkts + i, n - i);
-
-				if (ret <= 0) { /* cannot happen: not ended */
-					w->failed = 1;
-					break;
-				}
-				i += ret;
-				drain_model(w, 1);
-			}
+			if (w->ev)
+				pts_winev_packets(w->ev, pkts, n);
+			else
+				pts_winrep_feed(w, pkts, n);
 			continue;
 		}
 		if (n == -PTS_ERR_AGAIN) {
@@ -443,11 +570,12 @@ int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 		/* Skipped or undecodable bytes, or a last packet cut off by
 		 * the end of the data: a gap the model must show. */
 		pts_pkt_error_range(dec, &begin, &end);
-		drain_model(w, pts_win_lost(w->model,
-					    n == -PTS_ERR_TRUNCATED
-						    ? PTS_GAP_TRUNCATED
-						    : PTS_GAP_DECODE_ERROR,
-					    begin, end));
+		const int cause = n == -PTS_ERR_TRUNCATED ? PTS_GAP_TRUNCATED
+							  : PTS_GAP_DECODE_ERROR;
+		if (w->ev)
+			pts_winev_lost(w->ev, cause, begin, end);
+		else
+			pts_winrep_lost(w, cause, begin, end);
 	}
 }
 

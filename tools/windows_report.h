@@ -16,12 +16,23 @@ struct pts_winrep_opts {
 	uint8_t verify;   /* print violations (else only count them) */
 	uint8_t have_map; /* an enclave map was given (else a note) */
 	uint64_t tsc_hz;  /* 0: times in TSC ticks only */
+	/* jsonl: writes fields that go first in each object (after '{',
+	 * ending in ','), e.g. `perf windows`' queue and perf time; @r is
+	 * NULL for the summary. Returns their length. NULL: none. */
+	size_t (*jsonl_fields)(void *ctx, const struct pts_win_record *r,
+			       char *p, size_t cap);
+	void *jsonl_ctx;
 };
+
+struct pts_winev;
 
 struct pts_winrep {
 	struct pts_winrep_opts opts;
 	struct pts_out *out;          /* not owned */
 	struct pts_win_model *model;  /* owned */
+	/* With images: packets wait there for the flow decoder's evidence
+	 * (windows_evidence.h) instead of going straight to the model. */
+	struct pts_winev *ev;         /* not owned; NULL: packets only */
 	unsigned stuck;
 	int failed; /* the model reported an internal error */
 };
@@ -39,6 +50,18 @@ void pts_winrep_fini(struct pts_winrep *r);
  * -PTS_ERR_NO_PROGRESS (the decoder is stuck; reported on stderr). */
 int pts_winrep_decode(struct pts_winrep *r, struct pts_pkt_decoder *dec,
 		      struct pts_input *in);
+
+/* Feeds @n packets to the model now (draining its records). */
+void pts_winrep_feed(struct pts_winrep *r, const struct pts_packet *pkts,
+		     int n);
+/* Tells the model bytes [@begin, @end) were lost (@cause
+ * PTS_GAP_DECODE_ERROR or PTS_GAP_TRUNCATED). */
+void pts_winrep_lost(struct pts_winrep *r, int cause, uint64_t begin,
+		     uint64_t end);
+/* Gives the model one piece of the flow decoder's evidence; evidence that
+ * does not apply (no gap open) is dropped. */
+void pts_winrep_evidence(struct pts_winrep *r,
+			 const struct pts_win_evidence *ev);
 
 /* Bytes the source lost (ToPA/AUX truncation, a buffer that does not
  * continue the previous one) at stream offset @offset. */

@@ -5,13 +5,18 @@
  * into a kernel stub). Every decoder delivers every instruction to this
  * caller, which sums the addresses so nothing can be skipped (pt_blk hands
  * out blocks, not addresses: it gets the benefit of being summed per
- * block). Not a test: prints, never asserts a time.
+ * block). libipt reads the code from its own file sections (the ELF's
+ * PT_LOAD segments, in a section cache as ptxed does), its fastest way.
+ * Not a test: prints, never asserts a
+ * time.
  *
  * Times are the thread's CPU time (the machine is shared; wall time is
  * printed too). Peak memory is the growth of VmHWM during each run, after
  * resetting it (/proc/self/clear_refs), the trace already in memory.
  *
- * usage: bench_flow PTSCOPE [INSNS [ELF]]   (default 100000000, libc)
+ * usage: bench_flow PTSCOPE [INSNS [ELF [SYNTH-OPTION...]]]
+ *        (default 100000000 instructions over libc, synth's default seed;
+ *        e.g. --seed=2 for another walk)
  */
 #include "flow_setup.h"
 
@@ -131,8 +136,8 @@ static void run_insn(const struct bench *b, struct result *res)
 	start(res, &t0, &rss0);
 	pts_test_libipt_config(&b->cfg.trace, b->trace, b->trace + b->size, &pc);
 	struct pt_insn_decoder *d = pt_insn_alloc_decoder(&pc);
-	pt_image_set_callback(pt_insn_get_image(d), pts_test_libipt_read,
-			      b->img);
+	struct pt_image_section_cache *isc = pt_iscache_alloc(NULL);
+	pts_test_libipt_images(pt_insn_get_image(d), isc, &b->cfg);
 	int status = pt_insn_sync_forward(d);
 	while (status >= 0) {
 		while (status & pts_event_pending) {
@@ -151,6 +156,7 @@ static void run_insn(const struct bench *b, struct result *res)
 		res->insns++;
 	}
 	pt_insn_free_decoder(d);
+	pt_iscache_free(isc);
 	stop(res, &t0, rss0);
 }
 
@@ -162,8 +168,8 @@ static void run_blk(const struct bench *b, struct result *res)
 	start(res, &t0, &rss0);
 	pts_test_libipt_config(&b->cfg.trace, b->trace, b->trace + b->size, &pc);
 	struct pt_block_decoder *d = pt_blk_alloc_decoder(&pc);
-	pt_image_set_callback(pt_blk_get_image(d), pts_test_libipt_read,
-			      b->img);
+	struct pt_image_section_cache *isc = pt_iscache_alloc(NULL);
+	pts_test_libipt_images(pt_blk_get_image(d), isc, &b->cfg);
 	int status = pt_blk_sync_forward(d);
 	while (status >= 0) {
 		while (status & pts_event_pending) {
@@ -182,6 +188,7 @@ static void run_blk(const struct bench *b, struct result *res)
 		res->insns += blk.ninsn;
 	}
 	pt_blk_free_decoder(d);
+	pt_iscache_free(isc);
 	stop(res, &t0, rss0);
 }
 
@@ -196,15 +203,22 @@ static void report(const struct result *r, size_t bytes)
 
 /* Runs `PTSCOPE synth --walk ELF` into @dir; loads trace and config. */
 static int synthesize(const char *ptscope, const char *elf, const char *insns,
-		      const char *dir, struct bench *b)
+		      char **extra, int nextra, const char *dir,
+		      struct bench *b)
 {
 	char trace[4096], config[4096];
 	snprintf(trace, sizeof(trace), "%s/bench_flow.pt", dir);
 	snprintf(config, sizeof(config), "%s/bench_flow.cfg", dir);
 	pid_t pid = fork();
 	if (pid == 0) {
-		execl(ptscope, ptscope, "synth", "--walk", elf, "--insns", insns,
-		      "-o", trace, "--config-out", config, (char *)NULL);
+		char *args[64] = {(char *)ptscope, "synth", "--walk", (char *)elf,
+				  "--insns", (char *)insns, "-o", trace,
+				  "--config-out", config};
+		int n = 10;
+		for (int i = 0; i < nextra && n < 63; i++)
+			args[n++] = extra[i];
+		args[n] = NULL;
+		execv(ptscope, args);
 		_exit(127);
 	}
 	int ws;
@@ -237,10 +251,21 @@ static int synthesize(const char *ptscope, const char *elf, const char *insns,
 	return 0;
 }
 
+static void remove_dir(const char *d)
+{
+	char cmd[4200];
+	if (!d)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", d);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench_flow PTSCOPE [INSNS [ELF]]\n");
+		fprintf(stderr, "usage: bench_flow PTSCOPE [INSNS [ELF "
+				"[SYNTH-OPTION...]]]\n");
 		return 2;
 	}
 	const char *insns = argc > 2 ? argv[2] : "100000000";
@@ -260,18 +285,18 @@ int main(int argc, char **argv)
 	b.img = pts_image_new();
 	struct clocks t0, t1;
 	now(&t0);
-	int err = d ? synthesize(argv[1], elf, insns, d, &b) : -1;
+	int err = d ? synthesize(argv[1], elf, insns, argv + 4,
+				 argc > 4 ? argc - 4 : 0, d, &b)
+		    : -1;
 	now(&t1);
-	if (d) {
-		char cmd[4200];
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", d);
-	}
-	if (err < 0)
+	if (err < 0) {
+		remove_dir(d);
 		return 1;
-	printf("trace: synth --walk %s --insns %s: %zu bytes (%.1f s)\n", elf,
-	       insns, b.size, t1.wall - t0.wall);
+	}
+	printf("trace: synth --walk %s --insns %s", elf, insns);
+	for (int i = 4; i < argc; i++)
+		printf(" %s", argv[i]);
+	printf(": %zu bytes (%.1f s)\n", b.size, t1.wall - t0.wall);
 
 	struct result ours = {"ptscope flow", 0, 0, {0, 0}, 0};
 	struct result insn = {"libipt pt_insn", 0, 0, {0, 0}, 0};
@@ -290,6 +315,8 @@ int main(int argc, char **argv)
 		   blk.insns == insn.insns;
 	printf("instruction counts and address sums %s\n",
 	       same ? "agree" : "DIFFER");
+	/* libipt maps its file sections lazily: remove them only now. */
+	remove_dir(d);
 	free((void *)b.trace);
 	pts_image_free(b.img);
 	pts_config_fini(&b.cfg);

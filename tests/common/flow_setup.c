@@ -1,7 +1,10 @@
 /* Flow decode set-up shared by the flow tests and benchmarks. */
 #include "flow_setup.h"
 
+#include <fcntl.h>
+#include <gelf.h>
 #include <string.h>
+#include <unistd.h>
 
 int pts_test_add_images(struct pts_image *img, const struct pts_config *cfg)
 {
@@ -47,4 +50,78 @@ int pts_test_libipt_read(uint8_t *buf, size_t size,
 	(void)asid;
 	int n = pts_image_fetch(ctx, 0, ip, buf, size);
 	return n < 0 ? -pte_nomap : n;
+}
+
+/* The PT_LOAD segments of ELF @path as sections of @img, the lowest at
+ * @base (0: link addresses), as pts_image_add_elf() maps them. */
+static int libipt_add_file(struct pt_image *img,
+			   struct pt_image_section_cache *isc,
+			   const char *path, uint64_t offset, uint64_t size,
+			   uint64_t vaddr)
+{
+	int isid = pt_iscache_add_file(isc, path, offset, size, vaddr);
+	return isid < 0 ? isid : pt_image_add_cached(img, isc, isid, NULL);
+}
+
+static int libipt_add_elf(struct pt_image *img,
+			  struct pt_image_section_cache *isc, const char *path,
+			  uint64_t base)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	size_t n = 0;
+	int err = !e || elf_getphdrnum(e, &n) != 0 ? -1 : 0;
+	uint64_t lowest = UINT64_MAX;
+	for (size_t i = 0; err == 0 && i < n; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    ph.p_vaddr < lowest)
+			lowest = ph.p_vaddr;
+	}
+	uint64_t bias = base ? base - lowest : 0;
+	for (size_t i = 0; err == 0 && i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !ph.p_filesz)
+			continue;
+		if (libipt_add_file(img, isc, path, ph.p_offset, ph.p_filesz,
+				    ph.p_vaddr + bias) < 0)
+			err = -1;
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return err;
+}
+
+int pts_test_libipt_images(struct pt_image *img,
+			   struct pt_image_section_cache *isc,
+			   const struct pts_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_images; i++) {
+		const struct pts_image_spec *s = &cfg->images[i];
+		int err;
+		if (s->kind == PTS_IMAGE_ELF) {
+			err = libipt_add_elf(img, isc, s->path, s->base);
+		} else {
+			uint64_t size = s->to ? s->to - s->from : 0;
+			if (!size) {
+				int fd = open(s->path, O_RDONLY);
+				off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+				if (fd >= 0)
+					close(fd);
+				if (end < 0 || (uint64_t)end <= s->from)
+					return -1;
+				size = (uint64_t)end - s->from;
+			}
+			err = libipt_add_file(img, isc, s->path, s->from, size,
+					      s->addr);
+		}
+		if (err < 0)
+			return err;
+	}
+	return 0;
 }

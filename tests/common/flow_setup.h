@@ -23,4 +23,13 @@ void pts_test_libipt_config(const struct pts_trace_config *tc,
 int pts_test_libipt_read(uint8_t *buf, size_t size,
 			 const struct pt_asid *asid, uint64_t ip, void *ctx);
 
+/* Adds the images @cfg names to libipt's @img as file sections (ELF
+ * PT_LOAD file bytes, raw ranges) held in the section cache @isc (which
+ * keeps them mapped, as ptxed does), so that libipt reads code its own
+ * fastest way. @isc must outlive the decoder.
+ * Returns 0, or < 0 when a file cannot be read or added. */
+int pts_test_libipt_images(struct pt_image *img,
+			   struct pt_image_section_cache *isc,
+			   const struct pts_config *cfg);
+
 #endif

@@ -6,7 +6,7 @@
  * usage: diff_flow_libipt [INSNS [SEED]]   (default 200000, 1)
  */
 #include "flow_gen.h"
-#include "rng.h"
+#include "flow_tokens.h"
 
 #include <ptscope/decoder.h>
 
@@ -15,29 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The decoded flow as tokens: an instruction address, or an event marker. */
-#define EV_TOKEN(e) (0xfff0000000000000ull | (uint64_t)(e))
-enum { TOK_ENABLED = 1, TOK_DISABLED, TOK_OVERFLOW, TOK_ERROR };
-
-struct toks {
-	uint64_t *v;
-	size_t n, cap;
-	uint64_t insns;
-};
-
-static void tok(struct toks *t, uint64_t x)
-{
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 1 << 16;
-		t->v = realloc(t->v, t->cap * sizeof(*t->v));
-		if (!t->v) {
-			fprintf(stderr, "out of memory\n");
-			exit(2);
-		}
-	}
-	t->v[t->n++] = x;
-}
 
 static int read_code(uint8_t *buf, size_t size, const struct pt_asid *asid,
 		     uint64_t ip, void *ctx)
@@ -53,157 +30,26 @@ static int read_code(uint8_t *buf, size_t size, const struct pt_asid *asid,
 	return (int)n;
 }
 
-static int libipt_events(struct pt_insn_decoder *d, int status,
-			 struct toks *t)
+static int libipt_image(struct pt_image *img, void *ctx)
 {
-	while (status & pts_event_pending) {
-		struct pt_event ev;
-		status = pt_insn_event(d, &ev, sizeof(ev));
-		if (status < 0)
-			return status;
-		if (ev.status_update)
-			continue;
-		if (ev.type == ptev_enabled)
-			tok(t, EV_TOKEN(TOK_ENABLED));
-		else if (ev.type == ptev_disabled || ev.type == ptev_async_disabled)
-			tok(t, EV_TOKEN(TOK_DISABLED));
-		else if (ev.type == ptev_overflow)
-			tok(t, EV_TOKEN(TOK_OVERFLOW));
-	}
-	return status;
+	return pt_image_set_callback(img, read_code, ctx);
 }
 
-static void run_libipt(struct flow_gen *g, struct toks *t)
+static void run_libipt(struct flow_gen *g, struct pts_toks *t)
 {
 	struct pt_config cfg;
 	pt_config_init(&cfg);
 	cfg.begin = g->trace;
 	cfg.end = g->trace + g->trace_size;
-	struct pt_insn_decoder *d = pt_insn_alloc_decoder(&cfg);
-	struct pt_image *img = pt_insn_get_image(d);
-	pt_image_set_callback(img, read_code, g);
-	for (;;) {
-		int status = pt_insn_sync_forward(d);
-		if (status < 0)
-			break;
-		for (;;) {
-			status = libipt_events(d, status, t);
-			if (status < 0 || (status & pts_eos))
-				break;
-			struct pt_insn insn;
-			status = pt_insn_next(d, &insn, sizeof(insn));
-			if (status < 0) {
-				/* As ptxed: the instruction may be complete. */
-				if (insn.iclass != ptic_error) {
-					tok(t, insn.ip);
-					t->insns++;
-				}
-				break;
-			}
-			tok(t, insn.ip);
-			t->insns++;
-		}
-		if (status == -pte_eos || (status >= 0 && (status & pts_eos)))
-			break;
-		tok(t, EV_TOKEN(TOK_ERROR));
-		if (getenv("FLOW_GEN_DUMP")) {
-			uint64_t off = 0;
-			pt_insn_get_offset(d, &off);
-			fprintf(stderr, "libipt error at %" PRIx64 ": %s\n", off,
-				pt_errstr(pt_errcode(status)));
-		}
-	}
-	pt_insn_free_decoder(d);
+	pts_toks_libipt(&cfg, libipt_image, g, t);
 }
 
-static void run_ptscope(struct flow_gen *g, uint64_t seed, struct toks *t)
+static void run_ptscope(struct flow_gen *g, uint64_t seed, struct pts_toks *t)
 {
 	struct pts_image *img = pts_image_new();
 	pts_image_add_mem(img, 0, g->code, g->code_size, g->base);
-	struct pts_flow *f = pts_flow_new(NULL, img);
-	struct pts_rng rng;
-	pts_rng_seed(&rng, seed);
-	struct pts_flow_rec recs[64];
-	size_t pos = 0;
-	struct pts_input in = {NULL, 0, 0};
-	for (;;) {
-		int n = pts_flow_next(f, &in, recs, 1 + (int)pts_rng_below(&rng, 64));
-		if (n == -PTS_ERR_AGAIN) {
-			if (pos == g->trace_size) {
-				pts_flow_end(f);
-				continue;
-			}
-			size_t len = 1 + pts_rng_below(&rng, 4096);
-			if (len > g->trace_size - pos)
-				len = g->trace_size - pos;
-			in = (struct pts_input){g->trace + pos, len, 0};
-			pos += len;
-			continue;
-		}
-		if (n < 0)
-			break;
-		for (int i = 0; i < n; i++) {
-			const struct pts_flow_rec *r = &recs[i];
-			if (r->kind == PTS_FLOW_INSNS) {
-				for (uint32_t k = 0; k < r->n; k++)
-					tok(t, r->ips[k]);
-				t->insns += r->n;
-			} else if (r->kind == PTS_FLOW_ERROR) {
-				tok(t, EV_TOKEN(TOK_ERROR));
-			} else if (!(r->flags & PTS_EV_F_STATUS)) {
-				if (r->type == PTS_EV_ENABLED)
-					tok(t, EV_TOKEN(TOK_ENABLED));
-				else if (r->type == PTS_EV_DISABLED ||
-					 r->type == PTS_EV_ASYNC_DISABLED)
-					tok(t, EV_TOKEN(TOK_DISABLED));
-				else if (r->type == PTS_EV_OVERFLOW)
-					tok(t, EV_TOKEN(TOK_OVERFLOW));
-			}
-		}
-	}
-	pts_flow_free(f);
+	pts_toks_ptscope(img, NULL, g->trace, g->trace_size, seed, t);
 	pts_image_free(img);
-}
-
-static void show(const char *what, const struct toks *t, size_t at)
-{
-	fprintf(stderr, "  %s:", what);
-	for (size_t k = at > 3 ? at - 3 : 0; k < t->n && k < at + 4; k++) {
-		if ((t->v[k] >> 52) == 0xfff)
-			fprintf(stderr, " [%s]", (const char *[]){"?", "enabled",
-				"disabled", "overflow", "error"}[t->v[k] & 7]);
-		else
-			fprintf(stderr, " %" PRIx64, t->v[k]);
-		if (k == at)
-			fprintf(stderr, "<");
-	}
-	fprintf(stderr, "\n");
-}
-
-/* Compares token streams; with @insns_only events are skipped. */
-static int compare(const char *label, const char *a_name, const struct toks *a,
-		   const char *b_name, const struct toks *b, int insns_only)
-{
-	size_t i = 0, j = 0;
-	for (;;) {
-		if (insns_only) {
-			while (i < a->n && (a->v[i] >> 52) == 0xfff)
-				i++;
-			while (j < b->n && (b->v[j] >> 52) == 0xfff)
-				j++;
-		}
-		if (i == a->n && j == b->n)
-			return 0;
-		if (i == a->n || j == b->n || a->v[i] != b->v[j]) {
-			fprintf(stderr, "%s: %s and %s differ at %zu/%zu\n", label,
-				a_name, b_name, i, j);
-			show(a_name, a, i);
-			show(b_name, b, j);
-			return 1;
-		}
-		i++;
-		j++;
-	}
 }
 
 /* With FLOW_GEN_DUMP=DIR set, writes DIR/NAME.pt and DIR/NAME.bin (code
@@ -262,22 +108,25 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		dump(cfgs[c].name, &g);
-		struct toks truth = {0}, lib = {0}, ours = {0};
+		struct pts_toks truth = {0}, lib = {0}, ours = {0};
 		for (size_t k = 0; k < g.ntruth; k++)
-			tok(&truth, g.truth[k]);
+			pts_toks_add(&truth, g.truth[k]);
 		run_libipt(&g, &lib);
 		run_ptscope(&g, o.seed, &ours);
-		int bad = compare(cfgs[c].name, "truth", &truth, "ptscope", &ours, 1);
-		bad |= compare(cfgs[c].name, "libipt", &lib, "ptscope", &ours, 0);
-		if (compare(cfgs[c].name, "truth", &truth, "libipt", &lib, 1))
+		int bad = pts_toks_compare(cfgs[c].name, "truth", &truth,
+					   "ptscope", &ours, 1);
+		bad |= pts_toks_compare(cfgs[c].name, "libipt", &lib, "ptscope",
+					&ours, 0);
+		if (pts_toks_compare(cfgs[c].name, "truth", &truth, "libipt",
+				     &lib, 1))
 			fprintf(stderr, "  (libipt differs from the generator)\n");
 		printf("%-14s %9zu insns truth, %9" PRIu64 " libipt, %9" PRIu64
 		       " ptscope, %6zu trace bytes, %s\n", cfgs[c].name, g.ntruth,
 		       lib.insns, ours.insns, g.trace_size, bad ? "MISMATCH" : "ok");
 		failures += bad;
-		free(truth.v);
-		free(lib.v);
-		free(ours.v);
+		pts_toks_free(&truth);
+		pts_toks_free(&lib);
+		pts_toks_free(&ours);
 		flow_gen_free(&g);
 	}
 	return failures ? 1 : 0;

@@ -46,14 +46,20 @@ static size_t make_soup(struct pts_rng *rng, uint8_t *buf)
 			buf[len++] = 0x02;
 			buf[len++] = ext[pts_rng_below(rng, sizeof(ext))];
 			break;
-		case 1:
-			/* An opcode with random IPBytes or payload bits. */
-			buf[len++] = (uint8_t)(first[pts_rng_below(rng, sizeof(first))] |
-					       (pts_rng_below(rng, 4) ? 0 : pts_rng_bits(rng, 3) << 5));
+		case 1: {
+			/* An opcode, now and then with random IPBytes. */
+			uint8_t op = first[pts_rng_below(rng, sizeof(first))];
+
+			if (pts_rng_below(rng, 4) == 0)
+				op |= (uint8_t)(pts_rng_bits(rng, 3) << 5);
+			buf[len++] = op;
 			break;
+		}
 		case 2: {
 			/* A PSB, often cut short. */
-			size_t pairs = pts_rng_below(rng, 2) ? 8 : 1 + pts_rng_below(rng, 8);
+			size_t pairs = pts_rng_below(rng, 2)
+					       ? 8
+					       : 1 + (size_t)pts_rng_below(rng, 8);
 
 			for (size_t i = 0; i < pairs; i++) {
 				buf[len++] = 0x02;
@@ -161,7 +167,9 @@ int main(int argc, char **argv)
 			/* Uniform garbage has hardly a PSB to sync on: decode
 			 * it from its first byte; the others both ways. */
 			.no_sync = k == 0 ? 1 : (uint8_t)pts_rng_bits(&rng, 1),
-			.batch = pts_rng_bits(&rng, 1) ? 0 : 1 + (int)pts_rng_below(&rng, 8),
+			.batch = pts_rng_bits(&rng, 1)
+					 ? 0
+					 : 1 + (int)pts_rng_below(&rng, 8),
 			.chunk_seed = pts_rng_next(&rng),
 			.max_chunk = 1 + (size_t)pts_rng_below(&rng, 64),
 		};
@@ -179,6 +187,8 @@ int main(int argc, char **argv)
 	CHECK(stats[0].errors[PTS_ERR_BAD_OPCODE] > 0);
 	CHECK(stats[1].errors[PTS_ERR_BAD_PACKET] > 0);
 	CHECK(stats[1].errors[PTS_ERR_BAD_IPC] > 0);
+	CHECK(stats[1].errors[PTS_ERR_CYC_TOO_LONG] > 0);
+	CHECK(stats[1].long_cyc > 0 && stats[1].newer_kinds > 0);
 	CHECK(stats[2].errors[PTS_ERR_TRUNCATED] > 0);
 	CHECK(stats[2].resyncs > 0);
 	CHECK(stats[2].packets > rounds);

@@ -14,10 +14,15 @@
  * - a skip ends where pts_psb_find() from its start says, at a PSB packet
  *   or at the end; every PSB packet is 16 bytes of 02 82; every offset
  *   pts_psb_list() gives is a PSB for pts_psb_find();
- * - pts_pkt_parse agrees on kind and size (no errata, outside PEBS blocks);
+ * - pts_pkt_parse agrees on kind and size (without errata; BIPs excepted);
  * - the printers give text of the length they return (ptdump: one line,
  *   after any "[...]" diagnostic lines; JSON: one object) and
  *   -PTS_ERR_AGAIN for a 1-byte buffer.
+ *
+ * corpus/packets/ holds seeds made with libipt's encoder or by hand (valid
+ * streams, truncated ones, garbage, PEBS/Event Trace packets, long CYCs,
+ * PSB patterns inside payloads) and the inputs fuzzing found, each named
+ * after what it caught.
  */
 #include "fuzz_target.h"
 

@@ -173,8 +173,7 @@ static struct result *run(const struct syn_options *o, int kind,
 			  const struct script *sc)
 {
 	struct result *r = calloc(1, sizeof(*r));
-	r->sink = calloc(1, sizeof(*r->sink));
-	if (!r || !r->sink)
+	if (!r || !(r->sink = calloc(1, sizeof(*r->sink))))
 		abort();
 	synthesize(o, kind, sc, r->sink);
 	r->n = decode(r->sink, r->pkts, sizeof(r->pkts) / sizeof(r->pkts[0]));

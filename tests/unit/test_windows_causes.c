@@ -128,9 +128,19 @@ static void test_cr3_filter(void)
 	wt_pgd0(&t);
 	wt_pip(&t, 0x1000);
 	wt_ip(&t, PTS_PKT_TIP_PGE, KERNEL + 0x80);
+	/* no PIP right before: the filter configured is all that is left */
+	wt_tnt(&t, 1);
+	wt_pgd0(&t);
+	wt_ip(&t, PTS_PKT_TIP_PGE, KERNEL + 0x90);
+	/* the matching CR3 right before: not the CR3 filter, nothing else */
+	wt_pip(&t, 0x1000);
+	wt_pgd0(&t);
+	wt_ip(&t, PTS_PKT_TIP_PGE, KERNEL + 0xa0);
 	run(&t, &cfg);
 	expect_gap(0, PTS_GAP_CR3, PTS_BASIS_CONFIG);
-	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
+	expect_gap(1, PTS_GAP_CR3, PTS_BASIS_CONFIG);
+	expect_gap(2, PTS_GAP_UNKNOWN, PTS_BASIS_NONE);
+	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 1);
 }
 
 /* TraceStop after a TIP.PGD, and TraceStop while on. */

@@ -11,7 +11,6 @@ struct syn_emitter {
 	struct syn_options o;
 	const struct pts_config *cfg;
 	struct syn_sink *sink;
-	struct syn_truth *truth; /* timing marks go here (may be NULL) */
 	struct syn_clock clk;
 	uint64_t rng;
 
@@ -38,7 +37,10 @@ struct syn_emitter {
 	/* MTC: the next TSC at which CTC[N+7:N] changes, and its value. */
 	uint64_t next_mtc_tsc;
 	uint64_t mtc_period; /* CTC >> N now */
-	uint8_t time_marked; /* a truth time mark went out in this step */
+	/* The model time of the first timing packet since the driver last
+	 * took it (syn_emit_take_mark()): a truth time mark. */
+	uint8_t mark_pending;
+	uint64_t mark_tsc, mark_cycles;
 
 	/* The compression stack: return addresses of CALLs a decoder saw
 	 * since the last PSB, OVF or disable (ring of SYN_RETSTACK). */

@@ -76,11 +76,16 @@ static int put_raw(struct syn_emitter *em, const struct pts_packet *pkt)
 	if (n < 0)
 		return -PTS_ERR_INTERNAL;
 	em->st.packets++;
-	if (em->truth && !em->time_marked &&
+	if (pkt->kind != PTS_PKT_TSC && pkt->kind != PTS_PKT_TMA &&
+	    pkt->kind != PTS_PKT_MTC && pkt->kind != PTS_PKT_CYC &&
+	    pkt->kind != PTS_PKT_CBR)
+		em->st.flow_packets++;
+	if (!em->mark_pending &&
 	    (pkt->kind == PTS_PKT_TSC || pkt->kind == PTS_PKT_MTC ||
 	     pkt->kind == PTS_PKT_CYC)) {
-		syn_truth_time(em->truth, em->clk.tsc, em->clk.cycles);
-		em->time_marked = 1;
+		em->mark_pending = 1;
+		em->mark_tsc = em->clk.tsc;
+		em->mark_cycles = em->clk.cycles;
 	}
 	return syn_sink_write(em->sink, b, (size_t)n);
 }

@@ -73,9 +73,15 @@ void syn_emit_free(struct syn_emitter *em)
 	free(em);
 }
 
-void syn_emit_set_truth(struct syn_emitter *em, struct syn_truth *t)
+int syn_emit_take_mark(struct syn_emitter *em, uint64_t *tsc,
+		       uint64_t *cycles)
 {
-	em->truth = t;
+	if (!em->mark_pending)
+		return 0;
+	em->mark_pending = 0;
+	*tsc = em->mark_tsc;
+	*cycles = em->mark_cycles;
+	return 1;
 }
 
 const struct syn_clock *syn_emit_clock(const struct syn_emitter *em)
@@ -321,7 +327,6 @@ int syn_emit_step(struct syn_emitter *em, const struct syn_step *s)
 	int why = pe0 ? SYN_VISIBLE : hidden_reason(em);
 	int err = 0;
 
-	em->time_marked = 0;
 	if (syn_is_insn(s))
 		syn_clock_step(&em->clk, s->extra_cycles);
 	else if (s->extra_cycles)

@@ -19,13 +19,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Steps made ahead: the kernel stub's two, or instructions a late
+ * single-step trap ran past. */
+#define SYN_RUN_QUEUE 16
+
 struct syn_run {
 	pid_t pid;
 	int mem_fd;
 	int ended;
 	uint64_t ip;
 	struct pts_insn_classifier *cls;
-	struct syn_step queue[2];
+	struct syn_step queue[SYN_RUN_QUEUE];
 	unsigned queued, qpos;
 	struct pts_config maps; /* executable file mappings, read at exit */
 	int have_maps;
@@ -149,6 +153,42 @@ static int step_child(struct syn_run *r, uint64_t *next)
 	}
 }
 
+static int straight(const struct pts_insn_info *info)
+{
+	return info->iclass == PTS_INSN_PLAIN || info->iclass == PTS_INSN_OTHER ||
+	       info->iclass == PTS_INSN_PTWRITE;
+}
+
+/* Some hypervisors deliver the trap of a single step over an instruction
+ * they emulate (CPUID) one instruction late: RIP has run past [@from,
+ * @to). Queues those instructions when they are straight-line code that
+ * ends exactly at @to (a Jcc among them fell through); returns 0 when
+ * they cannot be, and the step keeps its jump. */
+static int queue_skipped(struct syn_run *r, uint64_t from, uint64_t to)
+{
+	unsigned n = 0;
+	while (from < to && n < SYN_RUN_QUEUE) {
+		uint8_t bytes[16];
+		struct pts_insn_info info;
+		ssize_t got = pread(r->mem_fd, bytes, sizeof(bytes), (off_t)from);
+		if (got <= 0 || pts_insn_classify(r->cls, PTS_EXEC_64, from,
+						  bytes, (size_t)got, &info) < 0 ||
+		    (!straight(&info) && info.iclass != PTS_INSN_JCC))
+			return 0;
+		r->queue[n] = (struct syn_step){
+			.ip = from, .next = from + info.size, .size = info.size,
+			.kind = info.iclass == PTS_INSN_JCC ? SYN_COND : SYN_SEQ,
+			.at = {3, -1}, .to = {3, -1}};
+		from += info.size;
+		n++;
+	}
+	if (from != to)
+		return 0;
+	r->queued = n;
+	r->qpos = 0;
+	return 1;
+}
+
 int syn_run_next(void *src, struct syn_step *s)
 {
 	struct syn_run *r = src;
@@ -168,6 +208,10 @@ int syn_run_next(void *src, struct syn_step *s)
 				      (size_t)got, &info) >= 0;
 	uint64_t next = 0, nlip = known ? r->ip + info.size : 0;
 	int ended = step_child(r, &next);
+	/* A REP string instruction stops after every iteration: it is one
+	 * instruction all the same. */
+	while (ended == 0 && next == r->ip && (!known || straight(&info)))
+		ended = step_child(r, &next);
 	if (ended < 0)
 		return ended;
 	if (!known) {
@@ -183,6 +227,9 @@ int syn_run_next(void *src, struct syn_step *s)
 	}
 	if (ended)
 		next = nlip; /* the exit: nothing follows */
+	uint64_t resume = next; /* where the child stands now */
+	if (straight(&info) && next != nlip && queue_skipped(r, nlip, next))
+		next = nlip;
 	s->ip = r->ip;
 	s->size = info.size;
 	s->next = next;
@@ -230,7 +277,7 @@ int syn_run_next(void *src, struct syn_step *s)
 		s->kind = SYN_SEQ;
 		break;
 	}
-	r->ip = next;
+	r->ip = resume;
 	return 0;
 }
 

@@ -84,7 +84,8 @@ static uint64_t drv_rand(uint64_t *s)
 }
 
 /* Steps whose visibility is not settled yet: those after the last packet
- * (an overflow that starts later hides them). */
+ * other than timing (an overflow that starts later hides them: a decoder
+ * reads past timing packets to the OVF before it walks them). */
 struct pending {
 	struct pending_step {
 		struct syn_step s;
@@ -116,11 +117,30 @@ static void pending_hide(struct pending *p, int why)
 			p->v[i].hidden = why;
 }
 
+/* A truth time mark waits in the queue as a step of no kind, so that its
+ * "t" line lands between the instructions it came between. */
+#define MARK_KIND SYN_KIND_COUNT
+
+static int pending_mark(struct syn_driver *d, struct pending *p)
+{
+	struct syn_step m;
+	memset(&m, 0, sizeof(m));
+	if (!syn_emit_take_mark(d->em, &m.ip, &m.next))
+		return 0;
+	m.kind = MARK_KIND;
+	return pending_add(p, &m, 0);
+}
+
 static void pending_flush(struct syn_driver *d, struct pending *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct syn_step *s = &p->v[i].s;
 		int hid = p->v[i].hidden;
+		if (s->kind == MARK_KIND) {
+			if (d->truth)
+				syn_truth_time(d->truth, s->ip, s->next);
+			continue;
+		}
 		if (d->truth)
 			syn_truth_step(d->truth, s, hid, d->cfg);
 		if (d->on_step)
@@ -131,45 +151,56 @@ static void pending_flush(struct syn_driver *d, struct pending *p)
 	p->n = 0;
 }
 
+/* One step through the emitter, its verdict settled when a packet a
+ * decoder stops for goes out. */
+static int drive_step(struct syn_driver *d, struct pending *pend,
+		      const struct syn_step *s)
+{
+	struct syn_emit_stats st;
+	int was_dropping = syn_emit_overflow_active(d->em);
+	syn_emit_stats(d->em, &st);
+	uint64_t before = st.flow_packets + st.tnt_bits;
+	int hid = syn_emit_step(d->em, s);
+	if (hid < 0)
+		return hid;
+	syn_emit_stats(d->em, &st);
+	int err = pending_mark(d, pend);
+	if (err < 0 || (err = pending_add(pend, s, hid)) < 0)
+		return err;
+	if (!was_dropping && syn_emit_overflow_active(d->em)) {
+		/* Instructions after the last such packet before an
+		 * overflow cannot be told from the ones lost in it: a
+		 * decoder meets the OVF first (libipt reads ahead past
+		 * timing packets). They are hidden too. */
+		pending_hide(pend, SYN_HID_OVERFLOW);
+		pending_flush(d, pend);
+	} else if (st.flow_packets + st.tnt_bits != before ||
+		   pend->n >= 1024) {
+		pending_flush(d, pend);
+	}
+	return 0;
+}
+
 int syn_drive(struct syn_driver *d)
 {
 	const struct syn_options *o = d->o;
 	uint64_t rng = o->seed * 0x2545f4914f6cdd1dull + 7;
 	uint64_t ovf_left = 0, stop_left = 0;
 	struct syn_step s;
-	struct syn_emit_stats st;
 	struct pending pend = {NULL, 0, 0};
 	int err;
 
-	syn_emit_set_truth(d->em, d->truth);
-	if ((err = syn_emit_start(d->em, d->start, d->start_where)) < 0)
-		return err;
+	if ((err = syn_emit_start(d->em, d->start, d->start_where)) < 0 ||
+	    (err = pending_mark(d, &pend)) < 0)
+		goto done;
 	while (d->insns < o->insns) {
 		err = d->next(d->source, &s);
 		if (err < 0)
-			return err;
+			goto done;
 		if (err > 0) /* the source has ended */
 			break;
-		int was_dropping = syn_emit_overflow_active(d->em);
-		syn_emit_stats(d->em, &st);
-		uint64_t before = st.packets + st.tnt_bits;
-		int hid = syn_emit_step(d->em, &s);
-		if (hid < 0)
-			return hid;
-		syn_emit_stats(d->em, &st);
-		if ((err = pending_add(&pend, &s, hid)) < 0)
-			return err;
-		if (!was_dropping && syn_emit_overflow_active(d->em)) {
-			/* Instructions after the last packet before an
-			 * overflow cannot be told from the ones lost in it:
-			 * a decoder meets the OVF first (libipt reads
-			 * ahead). They are hidden too. */
-			pending_hide(&pend, SYN_HID_OVERFLOW);
-			pending_flush(d, &pend);
-		} else if (st.packets + st.tnt_bits != before ||
-			   pend.n >= 1024) {
-			pending_flush(d, &pend);
-		}
+		if ((err = drive_step(d, &pend, &s)) < 0)
+			goto done;
 		if (!syn_is_insn(&s))
 			continue;
 		d->insns++;
@@ -178,7 +209,7 @@ int syn_drive(struct syn_driver *d)
 		if (ovf_left) {
 			if (--ovf_left == 0 &&
 			    (err = syn_emit_overflow_end(d->em)) < 0)
-				return err;
+				goto done;
 		} else if (o->ovf_rate &&
 			   drv_rand(&rng) % 1000000 < o->ovf_rate) {
 			syn_emit_overflow_arm(d->em);
@@ -195,12 +226,18 @@ int syn_drive(struct syn_driver *d)
 			uint8_t cbr = (uint8_t)(o->nom_ratio / 2 +
 						drv_rand(&rng) % (o->nom_ratio / 2 + 10));
 			if ((err = syn_emit_freq(d->em, cbr)) < 0)
-				return err;
+				goto done;
 		}
+		if ((err = pending_mark(d, &pend)) < 0)
+			goto done;
 	}
+	err = syn_emit_finish(d->em);
+	if (err >= 0)
+		err = pending_mark(d, &pend);
+done:
 	pending_flush(d, &pend);
 	free(pend.v);
-	return syn_emit_finish(d->em);
+	return err < 0 ? err : 0;
 }
 
 int syn_walk_source_next(void *walk, struct syn_step *s)

@@ -189,6 +189,9 @@ const struct syn_clock *syn_emit_clock(const struct syn_emitter *em);
 /* Counters for reports. */
 struct syn_emit_stats {
 	uint64_t packets, psbs, ovfs, pges, pgds, tips, tnt_bits, fups;
+	/* Packets other than TSC, TMA, MTC, CYC and CBR: the ones a decoder
+	 * walking instructions stops for (libipt reads past the others). */
+	uint64_t flow_packets;
 };
 void syn_emit_stats(const struct syn_emitter *em, struct syn_emit_stats *st);
 

@@ -35,8 +35,11 @@ int syn_drive(struct syn_driver *d);
 void syn_options_to_config(const struct syn_options *o,
 			   struct pts_config *cfg);
 
-/* Emitter: where timing marks go. */
-void syn_emit_set_truth(struct syn_emitter *em, struct syn_truth *t);
+/* Emitter: the model time (TSC, core cycles) of the first timing packet
+ * since the last call, for the truth's "t" lines. Returns 1 and sets them,
+ * or 0 when no timing packet went out. */
+int syn_emit_take_mark(struct syn_emitter *em, uint64_t *tsc,
+		       uint64_t *cycles);
 
 /* Adapters for struct syn_driver. */
 int syn_walk_source_next(void *walk, struct syn_step *s);

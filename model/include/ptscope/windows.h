@@ -303,7 +303,10 @@ enum pts_ev_insn {
 	PTS_EV_INSN_RET_USER,   /* SYSRET, SYSEXIT, IRET to ring 3 */
 	PTS_EV_INSN_MOV_CR3,
 	PTS_EV_INSN_WRMSR,      /* may clear TraceEn */
-	PTS_EV_INSN_COND_BRANCH /* may leave an IP filter range silently */
+	PTS_EV_INSN_COND_BRANCH, /* may leave an IP filter range silently */
+	PTS_EV_INSN_NEAR_BRANCH  /* near JMP/CALL/RET, direct or not: it
+				    changes neither CPL nor CR3, so only
+				    FilterEn can drop at it */
 };
 
 enum pts_evidence_kind {
@@ -311,7 +314,12 @@ enum pts_evidence_kind {
 	 * address of FUP+TIP.PGD, or the branch a bare TIP.PGD binds to). */
 	PTS_EV_DISABLE_INSN = 0,
 	/* A compressed RET met an empty return stack (SDM 36.2.1.2). */
-	PTS_EV_RETSTACK_EMPTY
+	PTS_EV_RETSTACK_EMPTY,
+	/* The instruction at which tracing resumed for the open gap (the
+	 * TIP.PGE target). An ENCLU there is an AEP: the AEX flow sets RIP to
+	 * the AEP with EAX = 3 and the SDKs put a bare ENCLU (ERESUME) there
+	 * (Vol. 3D 40.4; digest 4.1). */
+	PTS_EV_ENABLE_INSN
 };
 
 struct pts_win_evidence {
@@ -325,7 +333,11 @@ struct pts_win_evidence {
  * open: give it after feeding the TIP.PGD and before the packet that ends
  * the gap; the gap's cause is then decided with it (an ENCLU makes an
  * enclave gap; another instruction where the map or the SDK convention saw
- * an enclave call is the entry-not-enclu violation).
+ * an enclave call is the entry-not-enclu violation). For FUP + TIP.PGD the
+ * instruction is the one at the FUP (not executed yet: only ENCLU, WRMSR or
+ * other matter); for a bare TIP.PGD the branch it binds to.
+ * PTS_EV_ENABLE_INSN also belongs to the open gap: give it before feeding
+ * the TIP.PGE it describes. PTS_EV_RETSTACK_EMPTY may come at any time.
  * Returns the records pending (>= 0).
  * Returns -PTS_ERR_INVALID for NULL arguments or an unknown kind.
  * Returns -PTS_ERR_NOSYNC for PTS_EV_DISABLE_INSN while no gap is open.
@@ -342,7 +354,10 @@ struct pts_win_summary {
 	uint64_t gap_bytes[PTS_GAP_CAUSE_COUNT];
 	uint64_t gap_ticks[PTS_GAP_CAUSE_COUNT];
 	uint64_t violations[PTS_RULE_COUNT];
-	uint64_t eenter, eresume, eexit, aex; /* enclave gap edges */
+	/* Enclave entries and exits: the edges of production-enclave gaps,
+	 * and the FUP + TIP pairs that cross a debug enclave's ELRANGE
+	 * (counted when the TIP is fed, SDM 36.2.8.3). */
+	uint64_t eenter, eresume, eexit, aex;
 	uint64_t first_tsc, last_tsc;         /* valid with has_time */
 	uint8_t has_time;
 	uint8_t packets_only; /* no evidence was ever given */

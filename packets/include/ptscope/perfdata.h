@@ -537,6 +537,92 @@ int pts_perf_image_path(const struct pts_perf *perf,
 			const uint8_t *build_id, size_t bid_size, char *out,
 			size_t cap);
 
+/* ------------------------------------------------------------------------ */
+/* Lost data per queue.                                                     */
+
+/* The stream offsets (positions in queue @i's buffers joined, as decoders
+ * count them) after which an AUX record with the TRUNCATED flag says data
+ * was lost: the AUX area was full and the hardware dropped what followed
+ * the announced data (aux_offset + aux_size). Writes up to @cap offsets,
+ * ascending, to @offsets (may be NULL when @cap is 0) and returns how many
+ * there are in all; 0 for a bad @i. */
+uint32_t pts_perf_queue_losses(const struct pts_perf *perf, uint32_t i,
+			       uint64_t *offsets, uint32_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* perf's clock: the timestamps perf's Intel PT decoder gives samples.      */
+/*
+ * TSC packets set the time (the first one after a buffer start is
+ * extended with the buffer's reference TSC, later ones with the running
+ * time); TMA + MTC packets advance it in CTC steps converted with the
+ * TSC:CTC ratio, never backwards. CYC and CBR are not used (perf uses CYC
+ * only with cycle-accurate mode, which this does not model). Feed every
+ * packet of one queue in stream order; pts_perf_clock_buffer() at each
+ * buffer that does not continue the previous one.
+ */
+struct pts_perf_clock {
+	uint64_t timestamp;     /* current TSC (0: none yet) */
+	uint64_t tsc_timestamp; /* of the last TSC packet */
+	uint64_t ctc_timestamp; /* TSC at CTC 0 of the last TMA */
+	uint64_t ref;           /* pending buffer reference, 0 when used */
+	uint64_t ctc_delta;
+	uint64_t tsc_ctc_n, tsc_ctc_d, tsc_ctc_mult;
+	uint32_t last_mtc, ctc_rem_mask;
+	uint8_t mtc_shift, have_tma, fixup_last_mtc;
+};
+
+/* Sets up @c with the PT event's MTC period and the TSC:CTC ratio. */
+void pts_perf_clock_init(struct pts_perf_clock *c, const struct pts_perf *perf);
+/* A buffer that does not continue the previous one starts (or the
+ * first): its reference TSC extends the next TSC packet. */
+void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference);
+/* Applies one packet (only TSC, TMA and MTC change the time). */
+void pts_perf_clock_packet(struct pts_perf_clock *c,
+			   const struct pts_packet *pkt);
+
+/* ------------------------------------------------------------------------ */
+/* Writing: a minimal perf.data around one raw PT stream.                   */
+/*
+ * What Linux perf needs to decode a stream with `perf script --itrace=i0ns`
+ * (docs/perf-data-facts.md section 7): the file header, one PT attr with
+ * sample_id_all and TIME, AUXTRACE_INFO, COMM, MMAP per code file and one
+ * AUXTRACE record holding the bytes, written straight from the caller's
+ * buffer (never copied). One per-thread queue (tid @tid, cpu @cpu or -1).
+ */
+struct pts_perf_write_map {
+	uint64_t addr, len, pgoff; /* file bytes [pgoff, pgoff+len) at addr */
+	const char *filename;
+	uint8_t kernel;            /* cpumode kernel (else user) */
+};
+
+struct pts_perf_write_opts {
+	const void *pt;        /* the trace */
+	size_t pt_size;
+	uint32_t pid, tid;
+	int32_t cpu;           /* -1: unknown */
+	const char *comm;      /* NULL: no COMM record */
+	const struct pts_perf_write_map *maps;
+	uint32_t nr_maps;
+	uint64_t rtit_ctl;     /* as traced: attr.config and exclude_* */
+	uint32_t pmu_type;     /* 0: 8 */
+	/* Time: perf ns = time_zero + TSC * time_mult >> time_shift; timed
+	 * decoding needs CTL.TSCEn too. time_mult 0: timeless. */
+	uint64_t time_zero;
+	uint32_t time_mult, time_shift;
+	uint32_t tsc_ctc_n, tsc_ctc_d; /* CPUID 0x15 EBX, EAX */
+	uint32_t max_nonturbo_ratio;
+	uint64_t reference;    /* AUXTRACE reference TSC (the last TSC) */
+	/* AUX records before the data (0, 1 or more), e.g. one with
+	 * PTS_PERF_AUX_TRUNCATED; NULL: one AUX announcing all bytes. */
+	const struct pts_perf_aux *aux;
+	uint32_t nr_aux;
+};
+
+/* Writes the file @path (a regular file: the header is rewritten once the
+ * data size is known).
+ * Returns 0, -PTS_ERR_INVALID (NULL arguments), -PTS_ERR_IO (errno kept). */
+int pts_perf_write(const char *path, const struct pts_perf_write_opts *o);
+
 #ifdef __cplusplus
 }
 #endif

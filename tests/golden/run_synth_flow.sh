@@ -1,0 +1,35 @@
+#!/bin/sh
+# `ptscope flow` (issue #4) on every synthesized fixture (issue #3) must
+# print the fixture's expected visible flow: visible.txt without its gap
+# lines and without the ENCLUs that open a transition (their FUP binds
+# before the instruction, so a decoder reports the transition, not the
+# ENCLU; fixtures/FORMATS.md). Those ENCLUs are enclave_demo's EENTER
+# (0x400133), AEP (0x400138) and EEXIT (0x50000f).
+# usage: run_synth_flow.sh PTSCOPE FIXTURES_DIR
+set -eu
+ptscope=$1
+fixtures=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ptscope-synth-flow.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+status=0
+for dir in "$fixtures"/synth/*/; do
+	name=$(basename "$dir")
+	if ! "$ptscope" flow --config "$dir/config.cfg" --no-inst \
+		"$dir/trace.pt" >"$tmp/flow" 2>"$tmp/err"; then
+		echo "$name: ptscope flow failed:" >&2
+		head -5 "$tmp/err" >&2
+		status=1
+		continue
+	fi
+	grep -v -e '^#' -e '^--' -e '^400133$' -e '^400138$' -e '^50000f$' \
+		"$dir/visible.txt" >"$tmp/want" || true
+	sed -n 's/^0*\([0-9a-f][0-9a-f]*\)$/\1/p' "$tmp/flow" >"$tmp/got"
+	if ! cmp -s "$tmp/want" "$tmp/got"; then
+		echo "$name: flow differs from visible.txt:" >&2
+		diff "$tmp/want" "$tmp/got" | head -10 >&2 || true
+		status=1
+	else
+		echo "$name: $(wc -l <"$tmp/got") instructions ok"
+	fi
+done
+exit $status

@@ -1,0 +1,332 @@
+/* The decoder's fast path (packets/decoder_fast.c) at its edges: runs of
+ * one-byte packets (TNT-8, PAD, short CYC, IP packets without payload) that
+ * end at window, chunk and batch edges; 02 inside such a run (TNT-64, OVF,
+ * PSBEND, a TNT-64 without a stop bit); CYCs of 2 to 14 bytes anywhere; a
+ * BBP followed by bytes that are BIPs there and TNT-8s elsewhere; long PAD
+ * runs. The reference is the slow path alone: pts_pkt_next() fed one byte
+ * at a time never has the 16 bytes the fast path needs. Every other way of
+ * decoding (whole buffer, random chunks, batches around the window size)
+ * must give the same packets, byte for byte, and the same errors.
+ */
+#include <ptscope/packets.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+struct buf {
+	uint8_t p[1 << 16];
+	size_t n;
+};
+
+static void put1(struct buf *b, unsigned byte)
+{
+	if (b->n < sizeof(b->p))
+		b->p[b->n++] = (uint8_t)byte;
+}
+
+static void put_bytes(struct buf *b, unsigned n)
+{
+	while (n--)
+		put1(b, (unsigned)rnd());
+}
+
+/* A one-byte packet of the kinds the fast path crosses in runs. */
+static void put_one_byte(struct buf *b)
+{
+	static const uint8_t no_ip[] = {0x01, 0x0d, 0x11, 0x1d};
+	unsigned r = (unsigned)rnd();
+
+	switch (r % 4) {
+	case 0:
+		put1(b, 0x00);
+		break;
+	case 1:
+		put1(b, (r >> 8 & 0xf8) | 3); /* CYC without Exp */
+		break;
+	case 2:
+		put1(b, no_ip[(r >> 8) % 4]);
+		break;
+	default:
+		/* TNT-8 with 1..6 results (not 02, not a bare stop bit). */
+		put1(b, ((r >> 8) % 0x7c + 2) << 1);
+		break;
+	}
+}
+
+static void put_cyc(struct buf *b, unsigned len)
+{
+	put1(b, (unsigned)(rnd() & 0xf8) | 7);
+	for (unsigned i = 1; i + 1 < len; i++)
+		put1(b, (unsigned)rnd() | 1);
+	put1(b, (unsigned)rnd() & 0xfe);
+}
+
+static void put_psb(struct buf *b)
+{
+	for (int i = 0; i < 8; i++) {
+		put1(b, 0x02);
+		put1(b, 0x82);
+	}
+}
+
+/* A packet of two bytes or more, or an edge case. */
+static void put_other(struct buf *b)
+{
+	static const uint8_t ip_op[] = {0x0d, 0x11, 0x01, 0x1d};
+	static const uint8_t ip_len[] = {0, 2, 4, 6, 6, 0, 8, 0};
+	static const uint8_t ipc[] = {1, 2, 3, 4, 6};
+	unsigned r = (unsigned)rnd(), c;
+
+	switch (r % 14) {
+	case 0:
+	case 1:
+	case 2:
+		c = ipc[(r >> 4) % 5];
+		put1(b, c << 5 | ip_op[(r >> 8) % 4]);
+		put_bytes(b, ip_len[c]);
+		break;
+	case 3:
+	case 4:
+		put_cyc(b, 2 + (r >> 4) % 13);
+		break;
+	case 5:
+		put1(b, 0x59);
+		put_bytes(b, 1);
+		break;
+	case 6:
+		put1(b, 0x19);
+		put_bytes(b, 7);
+		break;
+	case 7:
+		put1(b, 0x02);
+		put1(b, 0xa3);
+		put_bytes(b, 5);
+		put1(b, 1 + (r >> 8) % 255);
+		break;
+	case 8:
+		put1(b, 0x02);
+		put1(b, (r >> 4) & 1 ? 0xf3 : 0x23);
+		break;
+	case 9:
+		put1(b, 0x99);
+		put1(b, (r >> 4) & 0x3f);
+		break;
+	case 10:
+		/* BBP, BIPs (xxxxx100: TNT-8 outside a block), then BEP or
+		 * a packet that ends the block. */
+		put1(b, 0x02);
+		put1(b, 0x63);
+		put1(b, (r & 0x80) | 0x01);
+		for (unsigned i = (r >> 8) % 4; i; i--) {
+			put1(b, (unsigned)(rnd() & 0xf8) | 4);
+			put_bytes(b, r & 0x80 ? 4 : 8);
+		}
+		if ((r >> 12) & 1) {
+			put1(b, 0x02);
+			put1(b, 0x33);
+		}
+		break;
+	case 11:
+		/* Long runs of PAD. */
+		for (unsigned i = 16 + (r >> 4) % 150; i; i--)
+			put1(b, 0x00);
+		break;
+	case 12:
+		put_psb(b);
+		break;
+	default:
+		/* Rare errors: a TNT-64 without a stop bit, a lone 02. */
+		if ((r >> 4) % 8 == 0) {
+			put1(b, 0x02);
+			put1(b, 0xa3);
+			put_bytes(b, 0);
+			for (int i = 0; i < 6; i++)
+				put1(b, i == 0 ? (r >> 8) & 1 : 0);
+		} else if ((r >> 4) % 8 == 1) {
+			put1(b, 0x02);
+			put1(b, 0x02);
+			put_psb(b);
+		}
+		break;
+	}
+}
+
+struct ev {
+	int r;
+	uint64_t begin, end;
+	struct pts_packet pkt;
+};
+
+struct evs {
+	struct ev v[1 << 16];
+	size_t n;
+};
+
+/* Decodes @data in chunks of @chunk bytes (0: at random, 1 to 200) with
+ * batches of @max (1: pts_pkt_next()). */
+static void decode(const uint8_t *data, size_t len, size_t chunk, int max,
+		   struct evs *out)
+{
+	static struct pts_packet pkts[256];
+	struct pts_pkt_config cfg = {0};
+	struct pts_pkt_decoder *dec;
+	struct pts_input in = {data, 0, 0};
+	size_t fed = 0;
+
+	cfg.no_sync = 1;
+	dec = pts_pkt_decoder_new(&cfg);
+	out->n = 0;
+	for (int guard = 0; dec && guard < 1 << 22; guard++) {
+		int r = max == 1 ? pts_pkt_next(dec, &in, pkts)
+				 : pts_pkt_next_batch(dec, &in, pkts, max);
+
+		if (r == -PTS_ERR_AGAIN) {
+			size_t n = chunk ? chunk : 1 + rnd() % 200;
+
+			if (fed == len) {
+				pts_pkt_end(dec);
+				continue;
+			}
+			if (n > len - fed)
+				n = len - fed;
+			in.data = data + fed;
+			in.size = n;
+			in.pos = 0;
+			fed += n;
+			continue;
+		}
+		for (int i = 0; i < (r > 0 ? (max == 1 ? 1 : r) : 1); i++) {
+			struct ev *e = &out->v[out->n < 65535 ? out->n++ : out->n];
+
+			memset(e, 0, sizeof(*e));
+			e->r = r > 0 ? 1 : r;
+			if (r > 0)
+				e->pkt = pkts[i];
+			else
+				pts_pkt_error_range(dec, &e->begin, &e->end);
+		}
+		if (r == -PTS_ERR_EOS || r == -PTS_ERR_TRUNCATED ||
+		    r == -PTS_ERR_NO_PROGRESS)
+			break;
+	}
+	pts_pkt_decoder_free(dec);
+}
+
+static void compare(const char *name, const struct evs *want,
+		    const struct evs *got, size_t chunk, int max)
+{
+	size_t n = want->n < got->n ? want->n : got->n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!memcmp(&want->v[i], &got->v[i], sizeof(want->v[i])))
+			continue;
+		printf("FAIL %s (chunk %zu, max %d): event %zu: want r %d "
+		       "kind %u off %llu size %u, got r %d kind %u off %llu "
+		       "size %u\n",
+		       name, chunk, max, i, want->v[i].r, want->v[i].pkt.kind,
+		       (unsigned long long)want->v[i].pkt.offset,
+		       want->v[i].pkt.size, got->v[i].r, got->v[i].pkt.kind,
+		       (unsigned long long)got->v[i].pkt.offset,
+		       got->v[i].pkt.size);
+		failures++;
+		return;
+	}
+	if (want->n != got->n) {
+		printf("FAIL %s (chunk %zu, max %d): %zu events, want %zu\n",
+		       name, chunk, max, got->n, want->n);
+		failures++;
+	}
+}
+
+static void check(const char *name, const struct buf *b)
+{
+	static struct evs want, got;
+	static const size_t chunks[] = {0, 16, 17, 63, 64, 65, 100, 1 << 16};
+	static const int maxes[] = {1, 2, 47, 48, 49, 256};
+
+	decode(b->p, b->n, 1, 1, &want);
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
+		for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+			decode(b->p, b->n, chunks[c], maxes[m], &got);
+			compare(name, &want, &got, chunks[c], maxes[m]);
+		}
+}
+
+int main(void)
+{
+	static struct buf b;
+
+	/* Runs of one-byte packets of every length around the window. */
+	for (int round = 0; round < 4; round++) {
+		b.n = 0;
+		put_psb(&b);
+		for (unsigned run = 0; run < 130 && b.n < 60000; run++) {
+			for (unsigned i = 0; i < run; i++)
+				put_one_byte(&b);
+			put_other(&b);
+		}
+		check("runs", &b);
+	}
+	/* A dense mix, from random one-byte packet runs. */
+	for (int round = 0; round < 6; round++) {
+		b.n = 0;
+		put_psb(&b);
+		while (b.n < 20000) {
+			for (unsigned i = (unsigned)(rnd() % 12); i; i--)
+				put_one_byte(&b);
+			put_other(&b);
+		}
+		check("mix", &b);
+	}
+	/* 02 in runs: what follows the 02 decides (TNT-64, OVF, error). */
+	b.n = 0;
+	put_psb(&b);
+	for (int i = 0; i < 300; i++) {
+		for (unsigned k = (unsigned)(rnd() % 70); k; k--)
+			put_one_byte(&b);
+		put1(&b, 0x02);
+		put1(&b, i % 3 ? 0xa3 : i % 2 ? 0xf3 : 0x23);
+		if (i % 3)
+			put_bytes(&b, 6);
+	}
+	check("02 in runs", &b);
+	/* BIP context right after BBP: 04 must be a BIP there. */
+	b.n = 0;
+	put_psb(&b);
+	for (int i = 0; i < 200; i++) {
+		for (unsigned k = (unsigned)(rnd() % 40); k; k--)
+			put_one_byte(&b);
+		put1(&b, 0x02);
+		put1(&b, 0x63);
+		put1(&b, 0x81);
+		put1(&b, 0x04);
+		put_bytes(&b, 4);
+		for (unsigned k = (unsigned)(rnd() % 40); k; k--)
+			put1(&b, 0x04);
+	}
+	check("bip after bbp", &b);
+	/* PAD only, and PAD runs across every edge. */
+	b.n = 0;
+	put_psb(&b);
+	for (int i = 0; i < 3000; i++)
+		put1(&b, 0x00);
+	check("pad", &b);
+
+	if (failures)
+		printf("%d failures\n", failures);
+	else
+		printf("ok\n");
+	return failures != 0;
+}

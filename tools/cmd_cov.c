@@ -1,0 +1,292 @@
+/* ptscope cov: branch edges and an AFL-style edge bitmap of a trace, for
+ * fuzzing users (the edge list in libxdc's layout, so that they can diff).
+ * The flow walker decodes, the coverage sink (ptscope/coverage.h) turns
+ * its records into edges. */
+#include "cli.h"
+#include "commands.h"
+#include "flow_run.h"
+
+#include <ptscope/coverage.h>
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char cmd[] = "cov";
+
+struct cov_cli {
+	struct pts_cov_config cfg;
+	const char *bitmap_path, *topa_desc;
+	int quiet;
+	struct pts_cov *cov;
+	struct pts_out out;
+	uint64_t errors;
+};
+
+static void help(void)
+{
+	fputs("usage: ptscope cov [OPTIONS] TRACE|--topa FILE\n"
+	      "\n"
+	      "Coverage of a raw Intel PT trace for fuzzing: the branch\n"
+	      "edges in trace order and/or an AFL-style edge bitmap.\n"
+	      "\n"
+	      "  --elf FILE[:BASE]      code from an ELF file\n"
+	      "  --raw FILE[:FROM[-TO]]:ADDR  file bytes [FROM, TO) at ADDR\n"
+	      "  --config FILE          trace configuration (images, cpu)\n"
+	      "  --cpu FAMILY/MODEL[/STEPPING]|none  errata to apply\n"
+	      "  --topa FILE            the trace is a ToPA buffer set (a\n"
+	      "                         description file, see `topa`)\n"
+	      "  --bitmap OUT           write the edge bitmap (one byte per\n"
+	      "                         slot, saturating at 255)\n"
+	      "  --bitmap-size N        bitmap bytes, a power of two (64K)\n"
+	      "  --edges                print `SRC->DST` (hex) per executed\n"
+	      "                         branch; ffffffffffffffff is tracing off\n"
+	      "  --unique               print each distinct edge once with\n"
+	      "                         its count: `SRC->DST COUNT`\n"
+	      "  --filter A-B           count only edges from [A, B] (ends\n"
+	      "                         included; up to 4 ranges, as kAFL)\n"
+	      "  -q, --quiet            no summary on stderr\n",
+	      stdout);
+}
+
+/* Lowercase hex without 0x or leading zeros; returns the end. */
+static char *put_hex(char *p, uint64_t v)
+{
+	char tmp[16];
+	int n = 0;
+	do {
+		tmp[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static char *put_edge(char *p, uint64_t src, uint64_t dst)
+{
+	p = put_hex(p, src);
+	*p++ = '-';
+	*p++ = '>';
+	return put_hex(p, dst);
+}
+
+static void print_edges(void *ctx, const struct pts_cov_edge *e, size_t n)
+{
+	struct cov_cli *c = ctx;
+	for (size_t i = 0; i < n; i++) {
+		char *p = pts_out_reserve(&c->out, 40);
+		char *end = put_edge(p, e[i].src, e[i].dst);
+		*end++ = '\n';
+		pts_out_commit(&c->out, (size_t)(end - p));
+	}
+}
+
+static int feed(void *ctx, const struct pts_flow_rec *recs, int n)
+{
+	struct cov_cli *c = ctx;
+	for (int i = 0; i < n; i++)
+		c->errors += recs[i].kind == PTS_FLOW_ERROR;
+	int err = pts_cov_feed(c->cov, recs, n);
+	if (err < 0) {
+		pts_cli_error(cmd, "%s", pts_strerror(err));
+		return 1;
+	}
+	return 0;
+}
+
+static void print_unique(struct cov_cli *c)
+{
+	const struct pts_cov_count *u;
+	size_t n = pts_cov_unique(c->cov, &u);
+	for (size_t i = 0; i < n; i++) {
+		char *p = pts_out_reserve(&c->out, 64);
+		char *end = put_edge(p, u[i].src, u[i].dst);
+		end += snprintf(end, 24, " %" PRIu64 "\n", u[i].count);
+		pts_out_commit(&c->out, (size_t)(end - p));
+	}
+}
+
+static int write_bitmap(struct cov_cli *c)
+{
+	size_t size;
+	const uint8_t *bm = pts_cov_bitmap(c->cov, &size);
+	FILE *f = fopen(c->bitmap_path, "wb");
+	int ok = f && fwrite(bm, 1, size, f) == size;
+	if (f && fclose(f))
+		ok = 0;
+	if (!ok)
+		pts_cli_error(cmd, "cannot write %s", c->bitmap_path);
+	return ok ? 0 : -1;
+}
+
+static void summary(struct cov_cli *c, const struct pts_flow *flow)
+{
+	struct pts_cov_stats st;
+	struct pts_flow_stats fs;
+	size_t size, hit = 0;
+	pts_cov_get_stats(c->cov, &st);
+	pts_flow_get_stats(flow, &fs);
+	const uint8_t *bm = pts_cov_bitmap(c->cov, &size);
+	for (size_t i = 0; bm && i < size; i++)
+		hit += bm[i] != 0;
+	fprintf(stderr,
+		"ptscope cov: %" PRIu64 " instructions, %" PRIu64
+		" edges, %" PRIu64 " runs (%" PRIu64 " classified), %" PRIu64
+		" errors",
+		fs.insns, st.edges, st.runs, st.runs_built, c->errors);
+	if (bm)
+		fprintf(stderr, ", bitmap %zu of %zu slots", hit, size);
+	fputc('\n', stderr);
+}
+
+/* Decodes @in with @img. Returns the exit status. */
+static int run(struct cov_cli *c, struct pts_image *img,
+	       const struct pts_image_opts *io, struct pts_trace_input *in)
+{
+	int err = pts_cov_new(&c->cfg, img, &c->cov);
+	if (err < 0) {
+		pts_cli_error(cmd, "%s", pts_strerror(err));
+		return PTS_EXIT_USAGE;
+	}
+	struct pts_flow_config fc = {0};
+	fc.cpu = io->cpu;
+	struct pts_flow *flow = pts_flow_new(&fc, img);
+	if (!flow || pts_out_init(&c->out, stdout, 1 << 20) < 0) {
+		pts_flow_free(flow);
+		pts_cli_error(cmd, "out of memory");
+		return PTS_EXIT_USAGE;
+	}
+	pts_cov_set_sink(c->cov, print_edges, c);
+	int status = pts_flow_run(cmd, flow, in, feed, c);
+	if (status == 1)
+		status = PTS_EXIT_USAGE;
+	pts_cov_end(c->cov);
+	if (c->cfg.flags & PTS_COV_UNIQUE)
+		print_unique(c);
+	if (pts_out_fini(&c->out) < 0 && status == PTS_EXIT_OK) {
+		pts_cli_error(cmd, "cannot write the output");
+		status = PTS_EXIT_USAGE;
+	}
+	if (status == PTS_EXIT_OK && c->bitmap_path && write_bitmap(c) < 0)
+		status = PTS_EXIT_USAGE;
+	if (!c->quiet)
+		summary(c, flow);
+	if (status == PTS_EXIT_OK && c->errors)
+		status = PTS_EXIT_ERRORS;
+	pts_flow_free(flow);
+	return status;
+}
+
+static int add_filter(struct cov_cli *c, const char *arg)
+{
+	char *end;
+	if (c->cfg.n_ranges == PTS_COV_MAX_RANGES)
+		return pts_cli_usage_error(cmd, "at most %d --filter ranges",
+					   PTS_COV_MAX_RANGES);
+	unsigned i = c->cfg.n_ranges;
+	c->cfg.begin[i] = strtoull(arg, &end, 0);
+	if (end == arg || *end != '-')
+		return pts_cli_usage_error(cmd, "--filter: expected A-B, got '%s'",
+					   arg);
+	const char *b = end + 1;
+	c->cfg.end[i] = strtoull(b, &end, 0);
+	if (end == b || *end || c->cfg.end[i] < c->cfg.begin[i])
+		return pts_cli_usage_error(cmd, "--filter: expected A-B, got '%s'",
+					   arg);
+	c->cfg.n_ranges++;
+	return 0;
+}
+
+static int parse(struct cov_cli *c, struct pts_image_opts *io, int argc,
+		 char **argv)
+{
+	static const struct option longopts[] = {
+		PTS_IMAGE_LONGOPTS,
+		{"topa", required_argument, NULL, 'T'},
+		{"bitmap", required_argument, NULL, 'b'},
+		{"bitmap-size", required_argument, NULL, 's'},
+		{"edges", no_argument, NULL, 'E'},
+		{"unique", no_argument, NULL, 'U'},
+		{"filter", required_argument, NULL, 'F'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int opt, status = 0;
+	uint64_t v;
+	while (!status &&
+	       (opt = pts_cli_getopt(argc, argv, ":qh", longopts)) != -1) {
+		status = pts_image_opts_apply(cmd, io, opt, optarg);
+		if (status != 1)
+			continue;
+		status = 0;
+		switch (opt) {
+		case 'T': c->topa_desc = optarg; break;
+		case 'b': c->bitmap_path = optarg; break;
+		case 's':
+			if (pts_cli_parse_u64(cmd, "--bitmap-size", optarg,
+					      1u << 30, &v) < 0)
+				return PTS_EXIT_USAGE;
+			if (v < 64 || (v & (v - 1)))
+				return pts_cli_usage_error(
+					cmd, "--bitmap-size: a power of two "
+					     "from 64, got '%s'", optarg);
+			c->cfg.bitmap_size = (uint32_t)v;
+			break;
+		case 'E': c->cfg.flags |= PTS_COV_EDGES; break;
+		case 'U': c->cfg.flags |= PTS_COV_UNIQUE; break;
+		case 'F': status = add_filter(c, optarg); break;
+		case 'q': c->quiet = 1; break;
+		case 'h':
+			help();
+			return -1;
+		default:
+			return pts_cli_bad_option(cmd, opt, argv);
+		}
+	}
+	if (c->bitmap_path || !(c->cfg.flags & (PTS_COV_EDGES | PTS_COV_UNIQUE)))
+		c->cfg.flags |= PTS_COV_BITMAP;
+	return status;
+}
+
+int pts_cmd_cov(int argc, char **argv)
+{
+	return pts_cmd_cov_input(argc, argv, NULL);
+}
+
+int pts_cmd_cov_input(int argc, char **argv, struct pts_trace_input *given)
+{
+	struct cov_cli c;
+	memset(&c, 0, sizeof(c));
+	struct pts_image_opts io = {.img = pts_image_new()};
+	struct pts_trace_input opened = {0};
+	struct pts_trace_input *in = given ? given : &opened;
+	if (!io.img) {
+		pts_cli_error(cmd, "out of memory");
+		return PTS_EXIT_USAGE;
+	}
+	int status = parse(&c, &io, argc, argv);
+	const int operands = argc - optind;
+	if (status == 0 && (given || c.topa_desc) && operands)
+		status = pts_cli_usage_error(cmd, "unexpected '%s'",
+					     argv[optind]);
+	else if (status == 0 && !given && !c.topa_desc && operands != 1)
+		status = pts_cli_usage_error(cmd, "expected one TRACE or "
+						  "--topa FILE");
+	if (status == 0 && given && c.topa_desc)
+		status = pts_cli_usage_error(cmd, "--topa: the input is "
+						  "given already");
+	if (status == 0 && !given)
+		status = c.topa_desc ? pts_trace_input_open_topa(
+					       cmd, c.topa_desc, &opened)
+			 : pts_trace_input_open(cmd, argv[optind], &opened) < 0
+				 ? PTS_EXIT_USAGE
+				 : 0;
+	if (status == 0)
+		status = run(&c, io.img, &io, in);
+	pts_cov_free(c.cov);
+	pts_trace_input_close(&opened);
+	pts_image_free(io.img);
+	return status < 0 ? PTS_EXIT_OK : status;
+}

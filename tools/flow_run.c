@@ -1,0 +1,168 @@
+/* Trace input, image options and the flow decode loop shared by the
+ * decoding subcommands (flow_run.h). */
+#include "flow_run.h"
+
+#include "cli.h"
+
+#include <ptscope/model.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+int pts_trace_input_open(const char *cmd, const char *path,
+			 struct pts_trace_input *in)
+{
+	memset(in, 0, sizeof(*in));
+	return pts_cli_open_trace(cmd, path, &in->src);
+}
+
+int pts_trace_input_open_topa(const char *cmd, const char *desc,
+			      struct pts_trace_input *in)
+{
+	struct pts_topa *t = NULL;
+	memset(in, 0, sizeof(*in));
+	int err = pts_topa_new(&t);
+	if (err == 0)
+		err = pts_topa_load_desc(t, desc);
+	if (err == 0)
+		err = pts_topa_linearize(t);
+	if (err < 0) {
+		pts_cli_error(cmd, "%s: %s", desc,
+			      t && pts_topa_errmsg(t)[0] ? pts_topa_errmsg(t)
+							 : pts_strerror(err));
+		pts_topa_free(t);
+		return err == -PTS_ERR_BAD_FORMAT || err == -PTS_ERR_BAD_CONFIG
+			       ? PTS_EXIT_ERRORS
+			       : PTS_EXIT_USAGE;
+	}
+	in->topa = t;
+	in->own_topa = 1;
+	return 0;
+}
+
+void pts_trace_input_topa(struct pts_trace_input *in, struct pts_topa *topa)
+{
+	memset(in, 0, sizeof(*in));
+	in->topa = topa;
+	pts_topa_rewind(topa);
+}
+
+int pts_trace_input_next(struct pts_trace_input *in, struct pts_input *chunk)
+{
+	int r = in->src ? pts_source_next(in->src, chunk)
+		: in->topa ? pts_topa_next(in->topa, chunk)
+			   : 0;
+	if (r == 1)
+		in->bytes += chunk->size;
+	return r;
+}
+
+void pts_trace_input_close(struct pts_trace_input *in)
+{
+	pts_source_close(in->src);
+	in->src = NULL;
+	if (in->own_topa)
+		pts_topa_free(in->topa);
+	in->topa = NULL;
+	in->own_topa = 0;
+}
+
+/* Loads the images a configuration file names, and its CPU unless --cpu
+ * came first. */
+static int load_config(const char *cmd, const char *path,
+		       struct pts_image_opts *o)
+{
+	struct pts_config cfg;
+	pts_config_init(&cfg);
+	int line = 0;
+	int err = pts_config_load(&cfg, path, &line);
+	if (err < 0) {
+		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
+		pts_config_fini(&cfg);
+		return -1;
+	}
+	for (size_t i = 0; i < cfg.n_images && err >= 0; i++) {
+		const struct pts_image_spec *s = &cfg.images[i];
+		err = s->kind == PTS_IMAGE_ELF
+			      ? pts_image_add_elf(o->img, 0, s->path, s->base)
+			      : pts_image_add_raw(o->img, 0, s->path, s->from,
+						  s->to, s->addr);
+		if (err < 0)
+			pts_cli_error(cmd, "%s: %s", s->path, pts_strerror(err));
+	}
+	if (!o->have_cpu)
+		o->cpu = cfg.trace.cpu;
+	pts_config_fini(&cfg);
+	return err < 0 ? -1 : 0;
+}
+
+int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
+			 const char *arg)
+{
+	int err;
+	switch (opt) {
+	case 'e':
+	case 'r':
+		err = opt == 'e' ? pts_image_add_elf_spec(o->img, 0, arg)
+				 : pts_image_add_raw_spec(o->img, 0, arg);
+		if (err < 0) {
+			pts_cli_error(cmd, "%s: %s", arg, pts_strerror(err));
+			return PTS_EXIT_USAGE;
+		}
+		return 0;
+	case 'c':
+		return load_config(cmd, arg, o) < 0 ? PTS_EXIT_USAGE : 0;
+	case 'C':
+		if (pts_cpu_parse(arg, &o->cpu) < 0)
+			return pts_cli_usage_error(cmd, "bad cpu '%s'", arg);
+		o->have_cpu = 1;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+int pts_flow_run(const char *cmd, struct pts_flow *flow,
+		 struct pts_trace_input *in,
+		 int (*batch)(void *ctx, const struct pts_flow_rec *recs,
+			      int n),
+		 void *ctx)
+{
+	enum { MAX = 512 };
+	struct pts_flow_rec *recs = malloc(MAX * sizeof(*recs));
+	if (!recs) {
+		pts_cli_error(cmd, "out of memory");
+		return PTS_EXIT_USAGE;
+	}
+	struct pts_input chunk = {NULL, 0, 0};
+	int status = 0, ended = 0;
+	for (;;) {
+		int n = pts_flow_next(flow, &chunk, recs, MAX);
+		if (n > 0) {
+			if (batch(ctx, recs, n)) {
+				status = 1;
+				break;
+			}
+			continue;
+		}
+		if (n == -PTS_ERR_EOS)
+			break;
+		if (n != -PTS_ERR_AGAIN || ended) {
+			pts_cli_error(cmd, "%s", pts_strerror(n));
+			status = PTS_EXIT_USAGE;
+			break;
+		}
+		int r = pts_trace_input_next(in, &chunk);
+		if (r < 0) {
+			pts_cli_error(cmd, "read error: %s", pts_strerror(r));
+			status = PTS_EXIT_USAGE;
+			break;
+		}
+		if (r == 0) {
+			pts_flow_end(flow); /* then EOS once all is out */
+			ended = 1;
+		}
+	}
+	free(recs);
+	return status;
+}

@@ -1,0 +1,65 @@
+/* What the decoding subcommands (flow, cov, windows, and `topa` in front
+ * of them) share: where the trace bytes come from (a file or a linearized
+ * ToPA buffer), the image options, and the flow decode loop. */
+#ifndef PTS_TOOLS_FLOW_RUN_H
+#define PTS_TOOLS_FLOW_RUN_H
+
+#include <ptscope/decoder.h>
+#include <ptscope/packets.h>
+#include <ptscope/topa.h>
+
+#include <getopt.h>
+
+/* A trace in chunks: a raw file (or standard input) or the slices of a
+ * linearized ToPA buffer, read straight from the regions. */
+struct pts_trace_input {
+	struct pts_source *src; /* owned: closed by pts_trace_input_close() */
+	struct pts_topa *topa;  /* borrowed, unless @own_topa */
+	int own_topa;
+	uint64_t bytes;         /* handed out so far */
+};
+
+/* Opens the trace @path ("-": standard input). Returns 0, or prints why
+ * not (as @cmd) and returns -1. */
+int pts_trace_input_open(const char *cmd, const char *path,
+			 struct pts_trace_input *in);
+/* Loads the ToPA description @desc and linearizes it (owned by @in).
+ * Returns 0, or prints why not and returns PTS_EXIT_ERRORS (a malformed
+ * buffer) or PTS_EXIT_USAGE. */
+int pts_trace_input_open_topa(const char *cmd, const char *desc,
+			      struct pts_trace_input *in);
+/* Reads from the linearized @topa, from its oldest byte. */
+void pts_trace_input_topa(struct pts_trace_input *in, struct pts_topa *topa);
+/* The next chunk. Returns 1, 0 at the end, or a negative -PTS_ERR_*. */
+int pts_trace_input_next(struct pts_trace_input *in, struct pts_input *chunk);
+void pts_trace_input_close(struct pts_trace_input *in);
+
+/* The image options: --elf, --raw, --config, --cpu. */
+#define PTS_IMAGE_LONGOPTS                                                    \
+	{"elf", required_argument, NULL, 'e'},                                \
+		{"raw", required_argument, NULL, 'r'},                        \
+		{"config", required_argument, NULL, 'c'},                     \
+		{"cpu", required_argument, NULL, 'C'}
+
+struct pts_image_opts {
+	struct pts_image *img; /* filled */
+	struct pts_cpu cpu;    /* --cpu, else the configuration's */
+	int have_cpu;
+};
+
+/* Applies image option @opt ('e', 'r', 'c' or 'C') with @arg. Returns 1
+ * when @opt is not one of them, 0 when applied, or PTS_EXIT_USAGE after a
+ * message. */
+int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
+			 const char *arg);
+
+/* Decodes all of @in with @flow, handing each batch of records to @batch
+ * (a nonzero return stops the decode). Read errors are printed as @cmd.
+ * Returns 0, 1 when @batch stopped it, or PTS_EXIT_USAGE. */
+int pts_flow_run(const char *cmd, struct pts_flow *flow,
+		 struct pts_trace_input *in,
+		 int (*batch)(void *ctx, const struct pts_flow_rec *recs,
+			      int n),
+		 void *ctx);
+
+#endif /* PTS_TOOLS_FLOW_RUN_H */

@@ -1,0 +1,197 @@
+/* `ptscope perf windows`: the windows report (windows_report.h) of each
+ * AUXTRACE queue, configured from the PT event (attr.config is RTIT_CTL bit
+ * for bit; AUXTRACE_INFO gives the TSC:CTC ratio and the nominal ratio).
+ * Data the AUX records say was lost (TRUNCATED) and buffers that do not
+ * continue their predecessor become "truncated" gaps. */
+#include "perf_cmd.h"
+#include "windows_report.h"
+
+#include <ptscope/model.h>
+#include <ptscope/windows.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char cmd[] = "perf windows";
+
+#define MAX_LOSSES 4096
+
+struct queue_report {
+	struct perf_cmd *pc;
+	const struct pts_perf_queue *q;
+	uint64_t reference; /* of the first buffer: extends 56-bit TSCs */
+	struct pts_perf_str comm;
+};
+
+/* The configuration perf recorded into @tc. */
+static void config_from_perf(const struct pts_perf *perf,
+			     struct pts_trace_config *tc)
+{
+	struct pts_perf_pt_config pc;
+	struct pts_perf_pt_info info;
+	if (pts_perf_pt_config(perf, &pc) == 0) {
+		tc->ctl = pc.rtit_ctl;
+		tc->known |= PTS_CFG_CTL;
+	}
+	if (pts_perf_pt_info(perf, &info) < 0)
+		return;
+	if (info.tsc_ctc_d && info.tsc_ctc_n && info.tsc_ctc_d <= UINT32_MAX &&
+	    info.tsc_ctc_n <= UINT32_MAX) {
+		tc->cpuid_15_eax = (uint32_t)info.tsc_ctc_d;
+		tc->cpuid_15_ebx = (uint32_t)info.tsc_ctc_n;
+		tc->known |= PTS_CFG_CPUID15;
+	}
+	if (info.max_nonturbo_ratio && info.max_nonturbo_ratio <= 255) {
+		tc->nom_freq = (uint8_t)info.max_nonturbo_ratio;
+		tc->known |= PTS_CFG_NOMFREQ;
+	}
+}
+
+/* windows_report hook: queue, cpu, tid, comm and the perf time of the
+ * record's start first in every JSON object. */
+static size_t queue_fields(void *ctx, const struct pts_win_record *r, char *p,
+			   size_t cap)
+{
+	const struct queue_report *qr = ctx;
+	int n = snprintf(p, cap, "\"queue\":%" PRIu32 ",\"cpu\":%" PRId32
+				 ",\"tid\":%" PRId32 ",\"comm\":\"",
+			 qr->q->idx, qr->q->cpu, qr->q->tid);
+	if (n < 0 || (size_t)n >= cap)
+		return 0;
+	size_t len = (size_t)n;
+	len += pts_perfcmd_json_str(p + len, cap - len - 40, qr->comm.ptr,
+				    qr->comm.len);
+	if (r && r->begin.has_time && qr->pc->tc.valid)
+		n = snprintf(p + len, cap - len, "\",\"time\":%" PRIu64 ",",
+			     pts_perf_tsc_to_time(
+				     &qr->pc->tc,
+				     pts_perf_tsc_extend(r->begin.tsc,
+							 qr->reference)));
+	else
+		n = snprintf(p + len, cap - len, "\",\"time\":null,");
+	return n < 0 || (size_t)n >= cap - len ? 0 : len + (size_t)n;
+}
+
+/* Ends the packet stream at @soff, reports the loss, resyncs there. */
+static void cut(struct pts_winrep *rep, struct pts_pkt_decoder *dec,
+		uint64_t soff)
+{
+	struct pts_input none = {NULL, 0, 0};
+	pts_pkt_end(dec);
+	pts_winrep_decode(rep, dec, &none);
+	pts_winrep_truncated(rep, soff);
+	pts_pkt_reset(dec, soff, 0);
+}
+
+/* The queue's buffers through one packet decoder into @rep. */
+static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep)
+{
+	static uint64_t losses[MAX_LOSSES];
+	const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, qi);
+	uint32_t nl = pts_perf_queue_losses(pc->perf, qi, losses, MAX_LOSSES);
+	if (nl > MAX_LOSSES)
+		nl = MAX_LOSSES;
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
+	if (!dec)
+		return -PTS_ERR_NOMEM;
+	uint64_t soff = 0;
+	uint32_t li = 0;
+	int rc = 0;
+	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS;
+	     j++) {
+		const struct pts_perf_buffer *b = pts_perf_queue_buffer(pc->perf,
+									 qi, j);
+		if (j > 0 && !b->consecutive)
+			cut(rep, dec, soff);
+		uint64_t pos = 0;
+		while (pos < b->use_size && rc != -PTS_ERR_NO_PROGRESS) {
+			while (li < nl && losses[li] <= soff + pos)
+				li++;
+			uint64_t end = li < nl && losses[li] < soff + b->use_size
+					       ? losses[li] - soff
+					       : b->use_size;
+			struct pts_input in = {b->data + pos, (size_t)(end - pos),
+					       0};
+			rc = pts_winrep_decode(rep, dec, &in);
+			pos = end;
+			if (pos < b->use_size)
+				cut(rep, dec, soff + pos);
+		}
+		soff += b->use_size;
+	}
+	/* a loss at the very end of the data */
+	while (li < nl && rc != -PTS_ERR_NO_PROGRESS)
+		if (losses[li++] >= soff) {
+			cut(rep, dec, soff);
+			break;
+		}
+	if (rc != -PTS_ERR_NO_PROGRESS) {
+		struct pts_input none = {NULL, 0, 0};
+		pts_pkt_end(dec);
+		rc = pts_winrep_decode(rep, dec, &none);
+	}
+	pts_winrep_finish(rep, soff);
+	pts_pkt_decoder_free(dec);
+	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;
+}
+
+int pts_perfcmd_windows(struct perf_cmd *pc)
+{
+	struct pts_config cfg;
+	pts_config_init(&cfg);
+	config_from_perf(pc->perf, &cfg.trace);
+	int status = PTS_EXIT_OK;
+	for (uint32_t i = 0; i < pc->nr_enclaves; i++) {
+		struct pts_enclave enc;
+		if (pts_enclave_parse(pc->enclaves[i], &enc) < 0 ||
+		    pts_config_add_enclave(&cfg, &enc, 0) < 0) {
+			pts_config_fini(&cfg);
+			return pts_cli_usage_error(cmd, "bad enclave '%s'",
+						   pc->enclaves[i]);
+		}
+	}
+	uint64_t violations = 0;
+	for (uint32_t i = 0; status == PTS_EXIT_OK &&
+			     i < pts_perf_queue_count(pc->perf); i++) {
+		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
+		if (!pts_perfcmd_queue_selected(pc, q))
+			continue;
+		const struct pts_perf_buffer *b0 =
+			pts_perf_queue_buffer(pc->perf, i, 0);
+		struct queue_report qr = {pc, q, b0 ? b0->reference : 0,
+					  pts_perf_comm_of(pc->perf, q->tid)};
+		struct pts_winrep_opts o = {0};
+		o.jsonl = pc->format == FORMAT_JSONL;
+		o.verify = (uint8_t)pc->verify;
+		o.have_map = cfg.n_enclaves != 0;
+		o.tsc_hz = pts_config_tsc_hz(&cfg.trace);
+		o.jsonl_fields = queue_fields;
+		o.jsonl_ctx = &qr;
+		if (!o.jsonl) {
+			char line[256];
+			snprintf(line, sizeof(line),
+				 "# queue %" PRIu32 ": cpu %" PRId32
+				 ", tid %" PRId32 " (%.*s), %" PRIu64
+				 " AUX truncated\n",
+				 q->idx, q->cpu, q->tid, (int)qr.comm.len,
+				 qr.comm.ptr ? qr.comm.ptr : "", q->aux_truncated);
+			pts_out_puts(&pc->out, line);
+		}
+		struct pts_winrep rep;
+		if (pts_winrep_init(&rep, &cfg.trace, &o, &pc->out) < 0) {
+			pts_cli_error(cmd, "out of memory");
+			status = PTS_EXIT_USAGE;
+			break;
+		}
+		if (run_queue(pc, i, &rep) < 0 || rep.failed)
+			status = PTS_EXIT_USAGE;
+		violations += pts_winrep_violations(&rep);
+		pts_winrep_fini(&rep);
+	}
+	pts_config_fini(&cfg);
+	if (status == PTS_EXIT_OK && pc->verify && violations)
+		status = PTS_EXIT_ERRORS;
+	return status;
+}
