@@ -30,6 +30,12 @@ struct pts_flow *pts_flow_new(const struct pts_flow_config *config,
 		return NULL;
 	}
 	pts_cpu_errata(&config->cpu, &f->errata);
+	for (unsigned n = 0; n < 4; n++) {
+		if (config->addr_cfg[n] != 1)
+			continue;
+		f->filter_a[f->nfilter] = config->addr_a[n];
+		f->filter_b[f->nfilter++] = config->addr_b[n];
+	}
 	f->mode = PTS_EXEC_64;
 	f->st = ST_NOSYNC;
 	f->idle_limit = config->idle_limit ? config->idle_limit : IDLE_LIMIT;
@@ -377,14 +383,29 @@ static bool need_tip(struct pts_flow *f, uint64_t ip, uint64_t resume)
 	return false;
 }
 
+/* Whether @ip is inside an IP filter range (libipt's pt_filter_addr_check:
+ * true when no range is configured). */
+static bool in_filter(const struct pts_flow *f, uint64_t ip)
+{
+	for (unsigned n = 0; n < f->nfilter; n++)
+		if (ip >= f->filter_a[n] && ip <= f->filter_b[n])
+			return true;
+	return !f->nfilter;
+}
+
 /* A direct branch may be where a filter range is left: TIP.PGD with the
- * branch target binds to it. */
+ * branch target binds to it. SKL014: the TIP.PGD may come without its IP;
+ * as libipt, it binds when the target is outside the filter ranges (only
+ * with ranges configured: else tracing might stop too early). */
 static bool direct_disable(struct pts_flow *f, uint64_t ip, uint64_t target)
 {
 	const struct pts_packet *h;
 	if (f->tnt_count || !(h = pts_flow_peek(f, 0)) ||
-	    h->kind != PTS_PKT_TIP_PGD || h->ipc == PTS_IPC_SUPPRESSED ||
-	    h->u.ip.ip != target)
+	    h->kind != PTS_PKT_TIP_PGD)
+		return false;
+	if (h->ipc == PTS_IPC_SUPPRESSED
+		    ? !(f->errata.skl014 && f->nfilter && !in_filter(f, target))
+		    : h->u.ip.ip != target)
 		return false;
 	disable_at(f, ip, target);
 	return true;

@@ -56,6 +56,9 @@ struct pts_flow {
 	struct pts_block_cache *cache;
 	struct pts_pkt_decoder *pkt;
 	struct pts_errata errata;
+	/* IP filter ranges (SKL014). */
+	uint64_t filter_a[4], filter_b[4];
+	unsigned nfilter;
 
 	/* Packet queue: q[qhead .. qhead + qlen). */
 	struct pts_packet q[QUEUE_CAP];

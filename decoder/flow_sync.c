@@ -120,6 +120,29 @@ static void psb_end(struct pts_flow *f)
 	}
 }
 
+/* BDM70: a PSB+ right before a TIP.PGE may hold a FUP (and MODE.Exec)
+ * although tracing is off. As libipt (pt_qry_header_fup), when tracing
+ * was off, a PSB+ FUP (at the head) followed by nothing but PSB+ and
+ * status packets up to a TIP.PGE does not enable. */
+static bool bdm70(const struct pts_flow *f)
+{
+	if (!f->errata.bdm70 || f->psb_was_enabled)
+		return false;
+	const struct pts_packet *p;
+	for (unsigned i = 1; (p = pts_flow_peek(f, i)); i++) {
+		switch (p->kind) {
+		case PTS_PKT_TIP_PGE:
+			return true;
+		case PTS_PKT_PSBEND: case PTS_PKT_PIP: case PTS_PKT_MODE_EXEC:
+		case PTS_PKT_MODE_TSX: case PTS_PKT_VMCS:
+			continue; /* timing packets are not queued */
+		default:
+			return false;
+		}
+	}
+	return false;
+}
+
 void pts_flow_step_psb(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
@@ -130,7 +153,7 @@ void pts_flow_step_psb(struct pts_flow *f)
 	struct pts_flow_rec *r;
 	switch (p->kind) {
 	case PTS_PKT_FUP:
-		if (p->ipc != PTS_IPC_SUPPRESSED) {
+		if (p->ipc != PTS_IPC_SUPPRESSED && !bdm70(f)) {
 			f->psb_have_fup = true;
 			f->psb_ip = p->u.ip.ip;
 		}
@@ -277,6 +300,54 @@ bool pts_flow_codeless(struct pts_flow *f)
 	return true;
 }
 
+/* The index of the TIP.PGE that the status packets at the head (PIP,
+ * MODE.Exec, VMCS) lead up to, or -1. */
+static int pge_ahead(const struct pts_flow *f)
+{
+	const struct pts_packet *p;
+	for (unsigned i = 0; (p = pts_flow_peek(f, i)); i++) {
+		if (p->kind == PTS_PKT_TIP_PGE)
+			return (int)i;
+		if (p->kind != PTS_PKT_PIP && p->kind != PTS_PKT_MODE_EXEC &&
+		    p->kind != PTS_PKT_VMCS)
+			return -1;
+	}
+	return -1;
+}
+
+/* Tracing starts at the TIP.PGE @n packets ahead, with an IP. As libipt
+ * (pt_qry_decode_tip_pge: the enabled event first, then the events that
+ * bind to the TIP.PGE), [enabled] comes before the [paging], [exec mode]
+ * and [vmcs] events of the status packets in front of it, which take the
+ * TIP.PGE's IP. */
+static void enable(struct pts_flow *f, unsigned n)
+{
+	const struct pts_packet *pge = &f->q[f->qhead + n]; /* queued */
+	uint64_t ip = pge->u.ip.ip;
+	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_ENABLED, ip,
+						pge->offset);
+	if (f->have_disabled_at && f->disabled_at == ip)
+		r->flags = PTS_EV_F_RESUMED;
+	f->have_disabled_at = false;
+	for (unsigned i = 0; i < n; i++) {
+		const struct pts_packet *p = pts_flow_pop(f);
+		if (p->kind == PTS_PKT_PIP) {
+			pts_flow_paging(f, p, ip, 0);
+		} else if (p->kind == PTS_PKT_MODE_EXEC) {
+			pts_flow_exec_mode(f, p, ip, 0);
+		} else {
+			struct pts_flow_rec *v = pts_flow_event(
+				f, PTS_EV_VMCS, ip, p->offset);
+			v->arg = p->u.vmcs_base;
+		}
+	}
+	pts_flow_pop(f);
+	r->mode = f->mode;
+	r->cr3 = f->cr3;
+	f->ip = ip;
+	f->st = ST_ENABLED;
+}
+
 void pts_flow_step_disabled(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
@@ -285,20 +356,16 @@ void pts_flow_step_disabled(struct pts_flow *f)
 		return;
 	}
 	struct pts_flow_rec *r;
-	switch (p->kind) {
-	case PTS_PKT_TIP_PGE:
-		if (p->ipc == PTS_IPC_SUPPRESSED) {
+	int pge = pge_ahead(f);
+	if (pge >= 0) {
+		if (f->q[f->qhead + (unsigned)pge].ipc == PTS_IPC_SUPPRESSED) {
 			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
 			return;
 		}
-		pts_flow_pop(f);
-		f->ip = p->u.ip.ip;
-		f->st = ST_ENABLED;
-		r = pts_flow_event(f, PTS_EV_ENABLED, f->ip, p->offset);
-		if (f->have_disabled_at && f->disabled_at == f->ip)
-			r->flags = PTS_EV_F_RESUMED;
-		f->have_disabled_at = false;
+		enable(f, (unsigned)pge);
 		return;
+	}
+	switch (p->kind) {
 	case PTS_PKT_MODE_EXEC:
 		pts_flow_pop(f);
 		pts_flow_exec_mode(f, p, 0, PTS_EV_F_IP_SUPPRESSED);

@@ -463,6 +463,12 @@ static inline int fast_path(struct pts_win_model *m,
 	switch (pkt->kind) {
 	case PTS_PKT_PAD:
 		break;
+	/* Timing outside PSB+ while on only moves the clock. */
+	case PTS_PKT_MTC:
+	case PTS_PKT_CYC:
+	case PTS_PKT_TSC:
+		pts_time_packet(&m->time, pkt, 0);
+		break;
 	case PTS_PKT_TNT8:
 	case PTS_PKT_TNT64:
 		m->win.tnt_bits += pkt->u.tnt.count;

@@ -5,8 +5,8 @@
  * The inner loop decodes the common packets by a table indexed by the first
  * byte, without a branch per kind, and makes no calls, so that its values
  * stay in registers; the rarer packets are decoded in the outer loop, by
- * pts_pkt_parse() for the rarest (extended packets other than TNT-64, MODE,
- * sign-extended IPs). It stops, leaving the packet to the slow path, at
+ * pts_pkt_parse() for the rarest (extended packets other than TNT-64,
+ * MODE). It stops, leaving the packet to the slow path, at
  * errors and at the SKD007 case, and after a BBP (PEBS block context).
  *
  * What limits it is the chain from one packet's position to the next (first
@@ -81,9 +81,15 @@ static inline uint64_t pts_hdr(unsigned kind, unsigned size, unsigned ipc)
  * from the 8 bytes after the first byte (raw):
  *   payload = raw & mask
  *   word 0  = c0 | payload << shift
- *   last-IP = (last-IP & lkeep) | (payload & sel)
+ *   ext     = (payload ^ sb) - sb, sb = sext << 40
+ *   last-IP = (last-IP & lkeep) | (ext & sel)
  *   word 1  = c1 | (last-IP & sel)
  * so that the chain from one packet's last-IP to the next is two operations.
+ * ext sign-extends a sext-48 IP's payload from bit 47 (sb = bit 47, lkeep
+ * = 0: the packet replaces the whole last IP) and is the payload itself
+ * for every other entry (sb = 0); it is off the last-IP chain, so far
+ * branches (common in flow traces) cost the loop nothing more than near
+ * ones instead of a call to the parser.
  */
 enum {
 	PTS_OP_CYC2 = 2,     /* CYC whose second byte must end it */
@@ -136,11 +142,10 @@ static void pts_fast_table(struct pts_fast_op *ops, int skd007)
 				op->sel = ~0ull;
 				op->lkeep = ~op->mask;
 			}
-			/* Rare (a first IP after a PSB, a jump far
-			 * away): left to the generic code so that the
-			 * loop needs no sign extension. */
-			if (ipc == PTS_IPC_SEXT_48)
-				op->flags = PTS_OP_GENERIC;
+			if (ipc == PTS_IPC_SEXT_48) {
+				op->lkeep = 0;
+				op->sext = 0x80;
+			}
 		} else if (b == PTS_OPC_MTC) {
 			kind = PTS_PKT_MTC;
 			op->size = 2;
@@ -242,7 +247,7 @@ int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
 
 		while (pk < end && q < lim) {
 			const struct pts_fast_op *op;
-			uint64_t raw;
+			uint64_t raw, sb;
 
 			op = ops + q[0];
 			raw = pts_load_le64(q + 1);
@@ -263,7 +268,8 @@ int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
 				continue;
 			}
 			raw &= op->mask;
-			lip = (lip & op->lkeep) | (raw & op->sel);
+			sb = (uint64_t)op->sext << 40;
+			lip = (lip & op->lkeep) | (((raw ^ sb) - sb) & op->sel);
 			pts_fast_put(pk, off, op->hdr, op->c0 | raw << op->shift,
 				     op->c1 | (lip & op->sel));
 			q += op->size;
@@ -307,7 +313,10 @@ int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
 			continue;
 		}
 
-		/* Extended packets, MODE, sext-48 IPs, and errors. */
+		/* Extended packets, MODE, and errors (reserved IPBytes among
+		 * them). The table decodes every valid IP packet; the IP case
+		 * below keeps the last IP right should an entry ever be sent
+		 * here again. */
 		r = pts_pkt_parse(q, (size_t)(dend - q), 0, pk);
 		if (r <= 0)
 			break;

@@ -109,6 +109,8 @@ struct pts_fast_op {
 	uint8_t c0;     /* constant bits of word 0 (TNT bits, CYC bits 4:0) */
 	uint8_t c1;     /* constant word 1 (TNT count) */
 	uint8_t shift;  /* of the payload into word 0 (CYC) */
+	uint8_t sext;   /* bits 47:40 of the sign bit to extend (sext-48 IPs,
+			 * 0x80), else 0: a byte keeps the entry at 40 bytes */
 };
 
 /* The fast path's tables, built once per decoder (they depend on the

@@ -74,6 +74,15 @@ static inline void pts_out_commit(struct pts_out *out, size_t n)
 {
 	out->len += n;
 }
+/* Keeps the @len bytes formatted at @p (from pts_out_reserve(), with room
+ * for one more byte) as one line; a printer's error (@len < 0) drops it. */
+static inline void pts_out_line(struct pts_out *out, char *p, int len)
+{
+	if (len < 0)
+		return;
+	p[len] = '\n';
+	pts_out_commit(out, (size_t)len + 1);
+}
 void pts_out_puts(struct pts_out *out, const char *s);
 /* Writes what is buffered; returns 0 or -1 (also kept in @failed). */
 int pts_out_flush(struct pts_out *out);

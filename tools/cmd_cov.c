@@ -149,8 +149,8 @@ static int run(struct cov_cli *c, struct pts_image *img,
 		pts_cli_error(cmd, "%s", pts_strerror(err));
 		return PTS_EXIT_USAGE;
 	}
-	struct pts_flow_config fc = {0};
-	fc.cpu = io->cpu;
+	struct pts_flow_config fc;
+	pts_image_opts_flow_config(io, &fc);
 	struct pts_flow *flow = pts_flow_new(&fc, img);
 	if (!flow || pts_out_init(&c->out, stdout, 1 << 20) < 0) {
 		pts_flow_free(flow);

@@ -4,6 +4,7 @@
  * their offset and decoding resumes at the next PSB. */
 #include "cli.h"
 #include "commands.h"
+#include "dump_drain.h"
 
 #include <string.h>
 
@@ -11,14 +12,8 @@ static const char cmd[] = "dump";
 
 enum dump_format { FORMAT_PTDUMP, FORMAT_JSONL };
 
-/* Packets per pts_pkt_next_batch() call. */
-#define BATCH 256
 /* Output space reserved per line: far above the longest line we print. */
 #define LINE_MAX_ 1024
-/* A decoder that reports this many conditions in a row without consuming
- * input or giving a packet is stuck: stop rather than loop forever. */
-#define STUCK_LIMIT 64
-
 struct dump {
 	enum dump_format format;
 	int quiet;
@@ -26,13 +21,8 @@ struct dump {
 	struct pts_pkt_config config;
 	const char *trace;
 
-	struct pts_pkt_decoder *dec;
+	struct dump_drain drain; /* the decoder and the counts */
 	struct pts_out out;
-	struct pts_lastip lip; /* ptdump --lastip's own tracking */
-	uint64_t counts[PTS_PKT_KIND_COUNT];
-	uint64_t errors;
-	uint64_t skipped;
-	unsigned stuck;
 };
 
 static void help(void)
@@ -127,98 +117,61 @@ static int parse_args(struct dump *d, int argc, char **argv)
 	return 0;
 }
 
-static void emit_packets(struct dump *d, const struct pts_packet *pkts,
-			 int n)
+static void emit_packets(void *ctx, const struct pts_packet *pkts, int n)
 {
-	for (int i = 0; i < n; i++)
-		d->counts[pkts[i].kind]++;
+	struct dump *d = ctx;
+
 	if (d->quiet)
 		return;
 	for (int i = 0; i < n; i++) {
 		char *p = pts_out_reserve(&d->out, LINE_MAX_);
 		const size_t room = pts_out_room(&d->out) - 1; /* '\n' */
-		const int len =
-			d->format == FORMAT_JSONL
-				? pts_print_jsonl(&pkts[i], p, room)
-				: pts_print_ptdump(&pkts[i], &d->popts, &d->lip,
-						   p, room);
-		if (len < 0) /* cannot happen with LINE_MAX_ of room */
-			continue;
-		p[len] = '\n';
-		pts_out_commit(&d->out, (size_t)len + 1);
+		pts_out_line(&d->out, p,
+			     d->format == FORMAT_JSONL
+				     ? pts_print_jsonl(&pkts[i], p, room)
+				     : pts_print_ptdump(&pkts[i], &d->popts,
+							&d->drain.lip, p, room));
 	}
 }
 
 /* An error or a skip the decoder reported: print it where it happened. */
-static void emit_condition(struct dump *d, int err)
+static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
 {
-	uint64_t begin, end;
+	struct dump *d = ctx;
 	char *p = pts_out_reserve(&d->out, LINE_MAX_);
 	const size_t room = pts_out_room(&d->out) - 1;
-	int len;
 
-	pts_pkt_error_range(d->dec, &begin, &end);
-	if (err == -PTS_ERR_SKIPPED)
-		d->skipped += end - begin;
-	else
-		d->errors++;
-	/* ptdump forgets its last-IP when it resyncs after an error */
-	pts_lastip_reset(&d->lip);
-
-	len = d->format == FORMAT_JSONL
-		      ? pts_print_jsonl_error(err, begin, end, p, room)
-		      : pts_print_ptdump_error(err, begin, end, p, room);
-	if (len < 0)
-		return;
-	p[len] = '\n';
-	pts_out_commit(&d->out, (size_t)len + 1);
+	pts_out_line(&d->out, p,
+		     d->format == FORMAT_JSONL
+			     ? pts_print_jsonl_error(err, begin, end, p, room)
+			     : pts_print_ptdump_error(err, begin, end, p, room));
 }
 
-/* Decodes all that @in holds. Returns -PTS_ERR_AGAIN (more input wanted),
- * -PTS_ERR_EOS (done) or -PTS_ERR_NO_PROGRESS. */
-static int drain(struct dump *d, struct pts_input *in)
+/* A drain's return: whether the decoder got stuck (said on stderr). */
+static int stuck(const struct dump *d, int r)
 {
-	struct pts_packet pkts[BATCH];
-
-	for (;;) {
-		const int n = pts_pkt_next_batch(d->dec, in, pkts, BATCH);
-		if (n > 0) {
-			d->stuck = 0;
-			emit_packets(d, pkts, n);
-			continue;
-		}
-		if (n == -PTS_ERR_AGAIN) {
-			d->stuck = 0;
-			return n;
-		}
-		if (n == -PTS_ERR_EOS)
-			return n;
-		if (++d->stuck > STUCK_LIMIT) {
-			pts_cli_error(cmd, "decoder stuck at offset 0x%llx",
-				      (unsigned long long)pts_pkt_offset(d->dec));
-			return -PTS_ERR_NO_PROGRESS;
-		}
-		emit_condition(d, n);
-	}
+	if (r != -PTS_ERR_NO_PROGRESS)
+		return 0;
+	pts_cli_error(cmd, "decoder stuck at offset 0x%llx",
+		      (unsigned long long)pts_pkt_offset(d->drain.dec));
+	return 1;
 }
 
 static void print_summary(const struct dump *d, uint64_t bytes, double secs)
 {
-	uint64_t packets = 0;
+	const struct dump_drain *dd = &d->drain;
 
-	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
-		packets += d->counts[k];
 	fprintf(stderr,
 		"ptscope dump: %llu bytes, %llu packets in %.3f s: %.1f MB/s\n",
-		(unsigned long long)bytes, (unsigned long long)packets, secs,
+		(unsigned long long)bytes, (unsigned long long)dd->packets, secs,
 		secs > 0 ? (double)bytes / 1e6 / secs : 0.0);
 	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
-		if (d->counts[k])
+		if (dd->counts[k])
 			fprintf(stderr, "  %-10s %12llu\n", pts_pkt_kind_name(k),
-				(unsigned long long)d->counts[k]);
+				(unsigned long long)dd->counts[k]);
 	fprintf(stderr, "  %-10s %12llu\n  %-10s %12llu\n", "errors",
-		(unsigned long long)d->errors, "skipped",
-		(unsigned long long)d->skipped);
+		(unsigned long long)dd->errors, "skipped",
+		(unsigned long long)dd->skipped);
 }
 
 /* Streams the whole source through the decoder. Returns an exit status. */
@@ -229,17 +182,14 @@ static int run(struct dump *d, struct pts_source *src)
 	int r, status = PTS_EXIT_OK;
 
 	while ((r = pts_source_next(src, &chunk)) == 1)
-		if (drain(d, &chunk) == -PTS_ERR_NO_PROGRESS)
+		if (stuck(d, pts_dump_drain(&d->drain, &chunk)))
 			break;
 	if (r < 0) {
 		pts_cli_error(cmd, "cannot read %s: %s", d->trace,
 			      pts_strerror(r));
 		status = PTS_EXIT_USAGE;
-	} else if (r == 0) {
-		struct pts_input none = {NULL, 0, 0};
-		pts_pkt_end(d->dec);
-		if (drain(d, &none) == -PTS_ERR_NO_PROGRESS)
-			r = -1;
+	} else if (r == 0 && stuck(d, pts_dump_drain_end(&d->drain))) {
+		r = -1;
 	}
 	if (r != 0 && status == PTS_EXIT_OK) /* stuck */
 		status = PTS_EXIT_USAGE;
@@ -249,7 +199,7 @@ static int run(struct dump *d, struct pts_source *src)
 	}
 	if (d->quiet)
 		print_summary(d, pts_source_bytes(src), pts_cli_now() - t0);
-	if (status == PTS_EXIT_OK && d->errors)
+	if (status == PTS_EXIT_OK && d->drain.errors)
 		status = PTS_EXIT_ERRORS;
 	return status;
 }
@@ -269,16 +219,19 @@ int pts_cmd_dump(int argc, char **argv)
 
 	if (pts_cli_open_trace(cmd, d.trace, &src) < 0)
 		return PTS_EXIT_USAGE;
-	d.dec = pts_pkt_decoder_new(&d.config);
-	if (!d.dec || pts_out_init(&d.out, stdout, (size_t)1 << 20) < 0) {
+	d.drain.dec = pts_pkt_decoder_new(&d.config);
+	d.drain.on_packets = emit_packets;
+	d.drain.on_condition = emit_condition;
+	d.drain.ctx = &d;
+	if (!d.drain.dec || pts_out_init(&d.out, stdout, (size_t)1 << 20) < 0) {
 		pts_cli_error(cmd, "out of memory");
-		pts_pkt_decoder_free(d.dec);
+		pts_pkt_decoder_free(d.drain.dec);
 		pts_source_close(src);
 		return PTS_EXIT_USAGE;
 	}
-	pts_lastip_reset(&d.lip);
+	pts_lastip_reset(&d.drain.lip);
 	status = run(&d, src);
-	pts_pkt_decoder_free(d.dec);
+	pts_pkt_decoder_free(d.drain.dec);
 	pts_source_close(src);
 	return status;
 }

@@ -264,8 +264,8 @@ int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 	    pts_trace_input_open(cmd, argv[optind], &opened) < 0)
 		status = PTS_EXIT_USAGE;
 	if (status == PTS_EXIT_OK) {
-		struct pts_flow_config fc = {0};
-		fc.cpu = io.cpu;
+		struct pts_flow_config fc;
+		pts_image_opts_flow_config(&io, &fc);
 		struct pts_flow *flow = pts_flow_new(&fc, img);
 		if (flow) {
 			status = run(flow, src, &o);

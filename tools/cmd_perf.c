@@ -4,6 +4,7 @@
  * the mapped file. */
 #include "cli.h"
 #include "commands.h"
+#include "dump_drain.h"
 #include "perf_cmd.h"
 
 #include <ptscope/perfdata.h>
@@ -18,8 +19,6 @@ static const char cmd[] = "perf";
 /* Output space reserved per line: the longest packet line plus the queue
  * fields and a JSON-escaped 16-byte comm stay far below this. */
 #define LINE_MAX_ 1024
-/* Conditions in a row without a packet after which the decoder is stuck. */
-#define STUCK_LIMIT 64
 
 /* What decoding one queue found; also the per-line context of `dump`. */
 struct queue_walk {
@@ -27,18 +26,14 @@ struct queue_walk {
 	const struct pts_perf_queue *q;
 	uint32_t qi;
 	const struct pts_perf_buffer *buf; /* the buffer being fed */
-	struct pts_pkt_decoder *dec;
-	struct pts_lastip lip;
+	struct dump_drain drain;
 	int print;
 	/* time and thread of the current position */
 	int have_time;
 	uint64_t time;
 	int32_t tid;
 	struct pts_perf_str comm;
-	/* counts */
-	uint64_t packets, errors, skipped, resyncs;
-	uint64_t counts[PTS_PKT_KIND_COUNT];
-	unsigned stuck;
+	uint64_t resyncs;
 };
 
 static void help(void)
@@ -98,6 +93,17 @@ static void help(void)
 	      stdout);
 }
 
+/* --cpu or --tid: a number up to INT32_MAX into @id. Returns 0, or prints
+ * why not and returns -1. */
+static int parse_id(const char *opt, int64_t *id)
+{
+	uint64_t v;
+	if (pts_cli_parse_u64(cmd, opt, optarg, INT32_MAX, &v) < 0)
+		return -1;
+	*id = (int64_t)v;
+	return 0;
+}
+
 static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -117,7 +123,6 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	uint64_t v;
 	int c;
 
 	while ((c = pts_cli_getopt(argc, argv, ":f:qvh", longopts)) != -1) {
@@ -135,16 +140,12 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 			pc->remaps[pc->nr_remaps++] = optarg;
 			break;
 		case 'C':
-			if (pts_cli_parse_u64(cmd, "--cpu", optarg, INT32_MAX,
-					      &v) < 0)
+			if (parse_id("--cpu", &pc->cpu) < 0)
 				return PTS_EXIT_USAGE;
-			pc->cpu = (int64_t)v;
 			break;
 		case 'T':
-			if (pts_cli_parse_u64(cmd, "--tid", optarg, INT32_MAX,
-					      &v) < 0)
+			if (parse_id("--tid", &pc->tid) < 0)
 				return PTS_EXIT_USAGE;
-			pc->tid = (int64_t)v;
 			break;
 		case 'f': {
 			static const char *const names[] = {
@@ -273,16 +274,6 @@ static size_t jsonl_prefix(const struct queue_walk *w, char *p, size_t room)
 	return len + (n > 0 ? (size_t)n : 0);
 }
 
-/* Keeps the @len bytes formatted at @p as one line (a printer's error,
- * len < 0, drops it). */
-static void put_line(struct queue_walk *w, char *p, int len)
-{
-	if (len < 0)
-		return;
-	p[len] = '\n';
-	pts_out_commit(&w->pc->out, (size_t)len + 1);
-}
-
 /* A jsonl line: the @n prefix bytes at @p, then the object of @len bytes a
  * printer wrote over the prefix's last byte; its '{' becomes ','. */
 static void put_jsonl(struct queue_walk *w, char *p, size_t n, int len)
@@ -290,13 +281,11 @@ static void put_jsonl(struct queue_walk *w, char *p, size_t n, int len)
 	if (len <= 0)
 		return;
 	p[n - 1] = ',';
-	put_line(w, p, (int)n - 1 + len);
+	pts_out_line(&w->pc->out, p, (int)n - 1 + len);
 }
 
 static void emit_packet(struct queue_walk *w, const struct pts_packet *pkt)
 {
-	w->packets++;
-	w->counts[pkt->kind]++;
 	if (pkt->kind == PTS_PKT_TSC && w->pc->tc.valid) {
 		uint64_t tsc = pts_perf_tsc_extend(pkt->u.tsc, w->buf->reference);
 		w->time = pts_perf_tsc_to_time(&w->pc->tc, tsc);
@@ -308,54 +297,37 @@ static void emit_packet(struct queue_walk *w, const struct pts_packet *pkt)
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
 	if (w->pc->format == FORMAT_PTDUMP) {
-		put_line(w, p, pts_print_ptdump(pkt, &w->pc->popts, &w->lip, p,
-						room));
+		pts_out_line(&w->pc->out, p,
+			     pts_print_ptdump(pkt, &w->pc->popts,
+					      &w->drain.lip, p, room));
 		return;
 	}
 	size_t n = jsonl_prefix(w, p, room);
 	put_jsonl(w, p, n, pts_print_jsonl(pkt, p + n - 1, room - n + 1));
 }
 
-static void emit_condition(struct queue_walk *w, int err)
+static void emit_packets(void *ctx, const struct pts_packet *pkts, int n)
 {
-	uint64_t begin, end;
-	pts_pkt_error_range(w->dec, &begin, &end);
-	if (err == -PTS_ERR_SKIPPED)
-		w->skipped += end - begin;
-	else
-		w->errors++;
-	pts_lastip_reset(&w->lip);
+	for (int i = 0; i < n; i++)
+		emit_packet(ctx, &pkts[i]);
+}
+
+static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
+{
+	struct queue_walk *w = ctx;
+
 	if (!line_wanted(w))
 		return;
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
 	if (w->pc->format == FORMAT_PTDUMP) {
-		put_line(w, p, pts_print_ptdump_error(err, begin, end, p, room));
+		pts_out_line(&w->pc->out, p,
+			     pts_print_ptdump_error(err, begin, end, p, room));
 		return;
 	}
 	size_t n = jsonl_prefix(w, p, room);
 	put_jsonl(w, p, n, pts_print_jsonl_error(err, begin, end, p + n - 1,
 						 room - n + 1));
-}
-
-/* Decodes what @in holds (or, after pts_pkt_end(), the rest). Returns
- * 0, or -PTS_ERR_NO_PROGRESS when the decoder is stuck. */
-static int drain(struct queue_walk *w, struct pts_input *in)
-{
-	struct pts_packet pkt;
-	for (;;) {
-		int rc = pts_pkt_next(w->dec, in, &pkt);
-		if (rc > 0) {
-			w->stuck = 0;
-			emit_packet(w, &pkt);
-			continue;
-		}
-		if (rc == -PTS_ERR_AGAIN || rc == -PTS_ERR_EOS)
-			return 0;
-		if (++w->stuck > STUCK_LIMIT)
-			return -PTS_ERR_NO_PROGRESS;
-		emit_condition(w, rc);
-	}
 }
 
 static void comment(struct queue_walk *w, const char *fmt, ...)
@@ -372,7 +344,8 @@ static void comment(struct queue_walk *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	int len = vsnprintf(p, room, fmt, ap);
 	va_end(ap);
-	put_line(w, p, len < 0 || (size_t)len >= room ? (int)room - 1 : len);
+	pts_out_line(&w->pc->out, p,
+		     len < 0 || (size_t)len >= room ? (int)room - 1 : len);
 }
 
 /* Feeds every buffer of queue @qi through one decoder; a buffer that does
@@ -388,10 +361,13 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 	w->print = print;
 	w->tid = w->q->tid;
 	w->comm = pts_perf_comm_of(pc->perf, w->tid);
-	w->dec = pts_pkt_decoder_new(NULL);
-	if (!w->dec)
+	w->drain.dec = pts_pkt_decoder_new(NULL);
+	if (!w->drain.dec)
 		return -PTS_ERR_NOMEM;
-	pts_lastip_reset(&w->lip);
+	w->drain.on_packets = emit_packets;
+	w->drain.on_condition = emit_condition;
+	w->drain.ctx = w;
+	pts_lastip_reset(&w->drain.lip);
 	comment(w, "# queue %" PRIu32 ": cpu %" PRId32 ", tid %" PRId32
 		   "%s%.*s%s, %" PRIu32 " buffer(s), %" PRIu64 " bytes",
 		w->q->idx, w->q->cpu, w->q->tid, w->comm.len ? " (" : "",
@@ -399,14 +375,13 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 		w->q->nr_buffers, w->q->bytes);
 	uint64_t soff = 0;
 	int rc = 0;
-	for (uint32_t j = 0; j < w->q->nr_buffers && rc == 0; j++) {
+	for (uint32_t j = 0;
+	     j < w->q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS; j++) {
 		w->buf = pts_perf_queue_buffer(pc->perf, qi, j);
 		if (j > 0 && !w->buf->consecutive) {
-			struct pts_input none = {NULL, 0, 0};
-			pts_pkt_end(w->dec);
-			rc = drain(w, &none);
-			pts_pkt_reset(w->dec, soff, 0);
-			pts_lastip_reset(&w->lip);
+			rc = pts_dump_drain_end(&w->drain);
+			pts_pkt_reset(w->drain.dec, soff, 0);
+			pts_lastip_reset(&w->drain.lip);
 			w->resyncs++;
 		}
 		comment(w, "# buffer %" PRIu32 ": file offset 0x%" PRIx64
@@ -417,18 +392,15 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 			j == 0 ? "" : w->buf->consecutive ? ", continues"
 							  : ", not consecutive: resync");
 		struct pts_input in = {w->buf->data, (size_t)w->buf->use_size, 0};
-		if (rc == 0)
-			rc = drain(w, &in);
+		if (rc != -PTS_ERR_NO_PROGRESS)
+			rc = pts_dump_drain(&w->drain, &in);
 		soff += w->buf->use_size;
 	}
-	if (rc == 0) {
-		struct pts_input none = {NULL, 0, 0};
-		pts_pkt_end(w->dec);
-		rc = drain(w, &none);
-	}
-	pts_pkt_decoder_free(w->dec);
-	w->dec = NULL;
-	return rc;
+	if (rc != -PTS_ERR_NO_PROGRESS)
+		rc = pts_dump_drain_end(&w->drain);
+	pts_pkt_decoder_free(w->drain.dec);
+	w->drain.dec = NULL;
+	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;
 }
 
 int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
@@ -441,6 +413,37 @@ int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
 	if (pc->tid >= 0 && q->cpu < 0 && q->tid != pc->tid)
 		return 0;
 	return 1;
+}
+
+void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
+			    perf_queue_fn *run, void *ctx,
+			    struct perf_totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++) {
+		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
+		if (!pts_perfcmd_queue_selected(pc, q))
+			continue;
+		int rc = run(pc, i, ctx, &t->items, &t->errors);
+		if (rc < 0) {
+			pts_cli_error(action, "queue %" PRIu32 ": %s", q->idx,
+				      pts_strerror(rc));
+			t->failed = 1;
+		}
+		t->queues++;
+		t->bytes += q->bytes;
+	}
+}
+
+int pts_perfcmd_next_mmap(struct perf_cmd *pc, struct pts_perf_cursor *cur,
+			  struct pts_perf_record *rec)
+{
+	int rc;
+	while ((rc = pts_perf_next_record(pc->perf, cur, rec, NULL)) != 0)
+		if (rc > 0 && (rec->type == PTS_PERF_RECORD_MMAP ||
+			       rec->type == PTS_PERF_RECORD_MMAP2))
+			return 1;
+	return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -596,17 +599,17 @@ static uint64_t info_queues(struct perf_cmd *pc)
 		for (uint32_t j = 0; j < q->nr_buffers && rc == 0; j++)
 			rc = pts_perf_count_packets(
 				pts_perf_queue_buffer(pc->perf, i, j), &c);
-		packets += w.packets;
+		packets += w.drain.packets;
 		perf_packets += c.perf_packets;
-		errors += w.errors + (rc < 0);
+		errors += w.drain.errors + (rc < 0);
 		outf(pc, "  queue %-4" PRIu32 " cpu %" PRId32 ", tid %" PRId32
 			 "%s%.*s%s: %" PRIu32 " buffer(s), %" PRIu64
 			 " bytes, %" PRIu64 " packets (perf -D: %" PRIu64
 			 "), %" PRIu64 " decode errors%s\n",
 		     q->idx, q->cpu, q->tid, comm.len ? " (" : "",
 		     (int)comm.len, comm.ptr, comm.len ? ")" : "",
-		     q->nr_buffers, q->bytes, w.packets, c.perf_packets,
-		     w.errors, rc < 0 ? " (decoder stuck)" : "");
+		     q->nr_buffers, q->bytes, w.drain.packets, c.perf_packets,
+		     w.drain.errors, rc < 0 ? " (decoder stuck)" : "");
 		outf(pc, "             AUX records %" PRIu64 " (%" PRIu64
 			 " bytes); truncated %" PRIu64 ", partial %" PRIu64
 			 ", collision %" PRIu64 ", overwrite %" PRIu64
@@ -662,10 +665,7 @@ static void info_sideband(struct perf_cmd *pc)
 		     threads);
 	outf(pc, "%s\n", threads ? "" : " none named");
 	pts_perf_cursor_init(pc->perf, &cur);
-	while ((rc = pts_perf_next_record(pc->perf, &cur, &rec, NULL)) != 0) {
-		if (rc < 0 || (rec.type != PTS_PERF_RECORD_MMAP &&
-			       rec.type != PTS_PERF_RECORD_MMAP2))
-			continue;
+	while (pts_perfcmd_next_mmap(pc, &cur, &rec)) {
 		const struct pts_perf_mmap *m = &rec.u.mmap;
 		maps++;
 		int ok = pts_perf_image_path(
@@ -700,35 +700,26 @@ static int do_info(struct perf_cmd *pc)
 	return errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }
 
+static int dump_queue(struct perf_cmd *pc, uint32_t qi, void *ctx,
+		      uint64_t *packets, uint64_t *errors)
+{
+	struct queue_walk w;
+	int rc = walk_queue(pc, qi, !pc->quiet, &w);
+	*packets += w.drain.packets;
+	*errors += w.drain.errors;
+	return rc;
+}
+
 static int do_dump(struct perf_cmd *pc)
 {
-	int status = PTS_EXIT_OK;
-	uint64_t packets = 0, errors = 0, bytes = 0;
-	uint32_t nq = pts_perf_queue_count(pc->perf), shown = 0;
-	for (uint32_t i = 0; i < nq; i++) {
-		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
-		if (!pts_perfcmd_queue_selected(pc, q))
-			continue;
-		struct queue_walk w;
-		int rc = walk_queue(pc, i, !pc->quiet, &w);
-		if (rc < 0) {
-			pts_cli_error(cmd, "queue %" PRIu32 ": %s", q->idx,
-				      pts_strerror(rc));
-			status = PTS_EXIT_ERRORS;
-		}
-		shown++;
-		packets += w.packets;
-		errors += w.errors;
-		bytes += q->bytes;
-	}
-	if (errors && status == PTS_EXIT_OK)
-		status = PTS_EXIT_ERRORS;
+	struct perf_totals t;
+	pts_perfcmd_each_queue(pc, cmd, dump_queue, NULL, &t);
 	if (pc->quiet)
 		fprintf(stderr,
 			"ptscope perf: %" PRIu32 " queue(s), %" PRIu64
 			" bytes, %" PRIu64 " packets, %" PRIu64 " errors\n",
-			shown, bytes, packets, errors);
-	return status;
+			t.queues, t.bytes, t.items, t.errors);
+	return t.failed || t.errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }
 
 int pts_cmd_perf(int argc, char **argv)

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "flow_run.h"
+#include "perf_cmd.h"
 #include "windows_evidence.h"
 #include "windows_report.h"
 
@@ -443,32 +444,6 @@ static int run_raw(struct windows *w)
 
 /* --- perf.data ------------------------------------------------------------ */
 
-/* The configuration perf recorded: attr.config maps onto RTIT_CTL bit for
- * bit, AUXTRACE_INFO gives the CPUID 0x15 ratio and the nominal ratio. */
-static void config_from_perf(struct windows *w, const struct pts_perf *perf)
-{
-	struct pts_trace_config *tc = &w->config.trace;
-	struct pts_perf_pt_config pc;
-	struct pts_perf_pt_info info;
-
-	if (pts_perf_pt_config(perf, &pc) == 0) {
-		tc->ctl = pc.rtit_ctl;
-		tc->known |= PTS_CFG_CTL;
-	}
-	if (pts_perf_pt_info(perf, &info) < 0)
-		return;
-	if (info.tsc_ctc_d && info.tsc_ctc_n && info.tsc_ctc_d <= UINT32_MAX &&
-	    info.tsc_ctc_n <= UINT32_MAX) {
-		tc->cpuid_15_eax = (uint32_t)info.tsc_ctc_d;
-		tc->cpuid_15_ebx = (uint32_t)info.tsc_ctc_n;
-		tc->known |= PTS_CFG_CPUID15;
-	}
-	if (info.max_nonturbo_ratio && info.max_nonturbo_ratio <= 255) {
-		tc->nom_freq = (uint8_t)info.max_nonturbo_ratio;
-		tc->known |= PTS_CFG_NOMFREQ;
-	}
-}
-
 /* One queue: its buffers in order through one decoder; a buffer that does
  * not continue the one before is a truncation, then a resync. */
 static int run_queue(struct windows *w, const struct pts_perf *perf,
@@ -519,7 +494,7 @@ static int run_perf(struct windows *w, int argc, char **argv)
 		return PTS_EXIT_USAGE;
 	}
 	if (!w->config_path)
-		config_from_perf(w, perf);
+		pts_perfcmd_trace_config(perf, &w->config.trace);
 	status = apply_options(w, argc, argv);
 	for (uint32_t i = 0; status == PTS_EXIT_OK &&
 			     i < pts_perf_queue_count(perf); i++) {

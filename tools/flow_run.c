@@ -92,8 +92,23 @@ static int load_config(const char *cmd, const char *path,
 	}
 	if (!o->have_cpu)
 		o->cpu = cfg.trace.cpu;
+	for (int n = 0; n < 4; n++) {
+		o->addr_a[n] = cfg.trace.addr_a[n];
+		o->addr_b[n] = cfg.trace.addr_b[n];
+		o->addr_cfg[n] = (uint8_t)((cfg.trace.ctl >> (32 + 4 * n)) & 0xf);
+	}
 	pts_config_fini(&cfg);
 	return err < 0 ? -1 : 0;
+}
+
+void pts_image_opts_flow_config(const struct pts_image_opts *o,
+				struct pts_flow_config *fc)
+{
+	memset(fc, 0, sizeof(*fc));
+	fc->cpu = o->cpu;
+	memcpy(fc->addr_a, o->addr_a, sizeof(fc->addr_a));
+	memcpy(fc->addr_b, o->addr_b, sizeof(fc->addr_b));
+	memcpy(fc->addr_cfg, o->addr_cfg, sizeof(fc->addr_cfg));
 }
 
 int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,

@@ -45,7 +45,16 @@ struct pts_image_opts {
 	struct pts_image *img; /* filled */
 	struct pts_cpu cpu;    /* --cpu, else the configuration's */
 	int have_cpu;
+	/* The configuration's IP filter ranges (ADDRn_A/B and ADDRn_CFG from
+	 * RTIT_CTL): the SKL014 workaround needs them. */
+	uint64_t addr_a[4], addr_b[4];
+	uint8_t addr_cfg[4];
 };
+
+/* The walker configuration the options give: CPU (errata) and filter
+ * ranges. */
+void pts_image_opts_flow_config(const struct pts_image_opts *o,
+				struct pts_flow_config *fc);
 
 /* Applies image option @opt ('e', 'r', 'c' or 'C') with @arg. Returns 1
  * when @opt is not one of them, 0 when applied, or PTS_EXIT_USAGE after a

@@ -46,9 +46,41 @@ struct perf_cmd {
 int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
 			       const struct pts_perf_queue *q);
 
+/* What an action found over the queues --cpu and --tid select. */
+struct perf_totals {
+	uint32_t queues;
+	uint64_t bytes;
+	uint64_t items;  /* packets or instructions */
+	uint64_t errors; /* decode errors */
+	int failed;      /* a queue could not be decoded to its end */
+};
+
+/* Decodes queue @qi for an action and adds what it found to @items and
+ * @errors. Returns 0 or a negative error code. */
+typedef int perf_queue_fn(struct perf_cmd *pc, uint32_t qi, void *ctx,
+			  uint64_t *items, uint64_t *errors);
+
+/* Runs @run on every selected queue and adds up into @t (zeroed first); a
+ * queue @run fails reports as "ptscope @action: queue N: <error>". */
+void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
+			    perf_queue_fn *run, void *ctx,
+			    struct perf_totals *t);
+
+/* Moves @cur to the next MMAP or MMAP2 record (malformed ones skipped) and
+ * returns 1 with it in @rec; returns 0 at the end. */
+int pts_perfcmd_next_mmap(struct perf_cmd *pc, struct pts_perf_cursor *cur,
+			  struct pts_perf_record *rec);
+
 /* Appends @s (@len bytes) JSON-escaped at @p (@room bytes); returns the
  * length written. */
 size_t pts_perfcmd_json_str(char *p, size_t room, const char *s, size_t len);
+
+struct pts_trace_config;
+/* The configuration perf recorded into @tc (perf_windows.c): attr.config
+ * maps onto RTIT_CTL bit for bit, AUXTRACE_INFO gives the CPUID 0x15 ratio
+ * and the nominal ratio. Also used by `ptscope windows` on a perf.data. */
+void pts_perfcmd_trace_config(const struct pts_perf *perf,
+			      struct pts_trace_config *tc);
 
 /* The actions in their own files. Return the exit status. */
 int pts_perfcmd_flow(struct perf_cmd *pc);

@@ -91,12 +91,8 @@ static int load_images(struct perf_cmd *pc, struct pts_image *img, int32_t pid)
 	struct pts_perf_cursor cur;
 	struct pts_perf_record rec;
 	struct image_load ld = {0};
-	int rc;
 	pts_perf_cursor_init(pc->perf, &cur);
-	while ((rc = pts_perf_next_record(pc->perf, &cur, &rec, NULL)) != 0) {
-		if (rc < 0 || (rec.type != PTS_PERF_RECORD_MMAP &&
-			       rec.type != PTS_PERF_RECORD_MMAP2))
-			continue;
+	while (pts_perfcmd_next_mmap(pc, &cur, &rec)) {
 		const struct pts_perf_mmap *m = &rec.u.mmap;
 		int kernel = m->cpumode == 1;
 		if ((!kernel && pid >= 0 && (int32_t)m->pid != pid) ||
@@ -441,6 +437,16 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi,
 	return rc;
 }
 
+static int flow_queue(struct perf_cmd *pc, uint32_t qi, void *recs,
+		      uint64_t *insns, uint64_t *errors)
+{
+	struct queue_flow f;
+	int rc = run_queue(pc, qi, recs, &f);
+	*insns += f.insns;
+	*errors += f.errors;
+	return rc;
+}
+
 int pts_perfcmd_flow(struct perf_cmd *pc)
 {
 	struct pts_flow_rec *recs = malloc(MAX_RECS * sizeof(*recs));
@@ -448,26 +454,9 @@ int pts_perfcmd_flow(struct perf_cmd *pc)
 		pts_cli_error(cmd, "out of memory");
 		return PTS_EXIT_USAGE;
 	}
-	int status = PTS_EXIT_OK;
-	uint64_t insns = 0, errors = 0, bytes = 0;
-	uint32_t shown = 0;
 	double t0 = pts_cli_now();
-	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++) {
-		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
-		if (!pts_perfcmd_queue_selected(pc, q))
-			continue;
-		struct queue_flow f;
-		int rc = run_queue(pc, i, recs, &f);
-		if (rc < 0) {
-			pts_cli_error(cmd, "queue %" PRIu32 ": %s", q->idx,
-				      pts_strerror(rc));
-			status = PTS_EXIT_USAGE;
-		}
-		shown++;
-		insns += f.insns;
-		errors += f.errors;
-		bytes += q->bytes;
-	}
+	struct perf_totals t;
+	pts_perfcmd_each_queue(pc, cmd, flow_queue, recs, &t);
 	free(recs);
 	double dt = pts_cli_now() - t0;
 	if (pc->quiet)
@@ -475,12 +464,12 @@ int pts_perfcmd_flow(struct perf_cmd *pc)
 			"ptscope perf flow: %" PRIu32 " queue(s), %" PRIu64
 			" bytes, %" PRIu64 " instructions, %" PRIu64
 			" errors, %.3f s (%.1f M insn/s)\n",
-			shown, bytes, insns, errors, dt,
-			dt > 0 ? (double)insns / dt / 1e6 : 0.0);
-	else if (errors && pc->format == FORMAT_PERF)
+			t.queues, t.bytes, t.items, t.errors, dt,
+			dt > 0 ? (double)t.items / dt / 1e6 : 0.0);
+	else if (t.errors && pc->format == FORMAT_PERF)
 		fprintf(stderr, "Warning:\n%" PRIu64
-				" instruction trace errors\n", errors);
-	if (errors && status == PTS_EXIT_OK)
-		status = PTS_EXIT_ERRORS;
-	return status;
+				" instruction trace errors\n", t.errors);
+	if (t.failed)
+		return PTS_EXIT_USAGE;
+	return t.errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }

@@ -25,9 +25,8 @@ struct queue_report {
 	struct pts_perf_str comm;
 };
 
-/* The configuration perf recorded into @tc. */
-static void config_from_perf(const struct pts_perf *perf,
-			     struct pts_trace_config *tc)
+void pts_perfcmd_trace_config(const struct pts_perf *perf,
+			      struct pts_trace_config *tc)
 {
 	struct pts_perf_pt_config pc;
 	struct pts_perf_pt_info info;
@@ -141,7 +140,7 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 {
 	struct pts_config cfg;
 	pts_config_init(&cfg);
-	config_from_perf(pc->perf, &cfg.trace);
+	pts_perfcmd_trace_config(pc->perf, &cfg.trace);
 	int status = PTS_EXIT_OK;
 	for (uint32_t i = 0; i < pc->nr_enclaves; i++) {
 		struct pts_enclave enc;

@@ -225,16 +225,51 @@ static size_t put_json_str(char *p, size_t len, size_t cap, const char *s)
 	return put(p, len, cap, "\"");
 }
 
+/* ,"KEY": and then @open (a '"' or a '{' to start the value, or ""). */
+static size_t app_key(char *p, size_t len, size_t cap, const char *key,
+		      const char *open)
+{
+	len = app(p, len, cap, ",\"");
+	len = app(p, len, cap, key);
+	len = app(p, len, cap, "\":");
+	return app(p, len, cap, open);
+}
+
+/* ,"KEY":"VALUE" ,"KEY":N ,"KEY":"0xN" (VALUE is one of our names). */
+static size_t app_kstr(char *p, size_t len, size_t cap, const char *key,
+		       const char *value)
+{
+	len = app_key(p, len, cap, key, "\"");
+	len = app(p, len, cap, value);
+	return app(p, len, cap, "\"");
+}
+
+static size_t app_knum(char *p, size_t len, size_t cap, const char *key,
+		       uint64_t v)
+{
+	len = app_key(p, len, cap, key, "");
+	return app_num(p, len, cap, v, 10, 0);
+}
+
+static size_t app_khex(char *p, size_t len, size_t cap, const char *key,
+		       uint64_t v)
+{
+	len = app_key(p, len, cap, key, "\"");
+	len = app_hex(p, len, cap, v);
+	return app(p, len, cap, "\"");
+}
+
 static size_t put_json_point(char *p, size_t len, size_t cap, const char *name,
 			     const struct pts_win_point *pt)
 {
-	len = put(p, len, cap, ",\"%s\":{\"offset\":%" PRIu64 ",\"edge\":\"%s\"",
-		  name, pt->offset, pts_win_edge_name(pt->edge));
+	len = app_key(p, len, cap, name, "{\"offset\":");
+	len = app_num(p, len, cap, pt->offset, 10, 0);
+	len = app_kstr(p, len, cap, "edge", pts_win_edge_name(pt->edge));
 	if (pt->has_ip)
-		len = put(p, len, cap, ",\"ip\":\"0x%" PRIx64 "\"", pt->ip);
+		len = app_khex(p, len, cap, "ip", pt->ip);
 	if (pt->has_time)
-		len = put(p, len, cap, ",\"tsc\":%" PRIu64, pt->tsc);
-	return put(p, len, cap, "}");
+		len = app_knum(p, len, cap, "tsc", pt->tsc);
+	return app(p, len, cap, "}");
 }
 
 static size_t format_jsonl(const struct pts_winrep *w,
@@ -261,28 +296,31 @@ static size_t format_jsonl(const struct pts_winrep *w,
 	}
 	len = put_json_point(p, len, cap, "begin", &r->begin);
 	len = put_json_point(p, len, cap, "end", &r->end);
-	len = put(p, len, cap, ",\"bytes\":%" PRIu64, rec_bytes(r));
+	len = app_knum(p, len, cap, "bytes", rec_bytes(r));
 	if (rec_ticks(r, &ticks))
-		len = put(p, len, cap, ",\"ticks\":%" PRIu64, ticks);
+		len = app_knum(p, len, cap, "ticks", ticks);
 	if (w->opts.tsc_hz && rec_ticks(r, &ticks))
 		len = put(p, len, cap, ",\"ns\":%.0f",
 			  (double)ticks * 1e9 / (double)w->opts.tsc_hz);
-	if (r->type == PTS_REC_WINDOW)
-		return put(p, len, cap,
-			   ",\"packets\":%" PRIu64 ",\"tnt_bits\":%" PRIu64
-			   ",\"tips\":%" PRIu64 "}",
-			   r->packets, r->tnt_bits, r->tips);
-	len = put(p, len, cap, ",\"cause\":\"%s\",\"basis\":\"%s\"",
-		  pts_gap_cause_name(r->cause), pts_gap_basis_name(r->basis));
+	if (r->type == PTS_REC_WINDOW) {
+		len = app_knum(p, len, cap, "packets", r->packets);
+		len = app_knum(p, len, cap, "tnt_bits", r->tnt_bits);
+		len = app_knum(p, len, cap, "tips", r->tips);
+		return app(p, len, cap, "}");
+	}
+	len = app_kstr(p, len, cap, "cause", pts_gap_cause_name(r->cause));
+	len = app_kstr(p, len, cap, "basis", pts_gap_basis_name(r->basis));
 	if (pts_gap_cause_enable(r->cause))
-		len = put(p, len, cap, ",\"enable\":\"%s\"",
-			  pts_gap_cause_enable(r->cause));
-	if (r->cause == PTS_GAP_ENCLAVE)
-		len = put(p, len, cap, ",\"entry\":\"%s\",\"exit\":\"%s\"",
-			  pts_enclave_edge_name(r->entry),
-			  pts_enclave_edge_name(r->exit));
+		len = app_kstr(p, len, cap, "enable",
+			       pts_gap_cause_enable(r->cause));
+	if (r->cause == PTS_GAP_ENCLAVE) {
+		len = app_kstr(p, len, cap, "entry",
+			       pts_enclave_edge_name(r->entry));
+		len = app_kstr(p, len, cap, "exit",
+			       pts_enclave_edge_name(r->exit));
+	}
 	if (r->enclave >= 0)
-		len = put(p, len, cap, ",\"enclave\":%d", r->enclave);
+		len = app_knum(p, len, cap, "enclave", (uint64_t)r->enclave);
 	if (r->candidates) {
 		const char *sep = "";
 
@@ -295,12 +333,15 @@ static size_t format_jsonl(const struct pts_winrep *w,
 			}
 		len = put(p, len, cap, "]");
 	}
-	len = put(p, len, cap,
-		  ",\"psbs\":%u,\"ovfs\":%u,\"cbr_changes\":%u,"
-		  "\"uncertain\":%s,\"trailing\":%s",
-		  (unsigned)r->psbs, (unsigned)r->ovfs, (unsigned)r->cbrs,
-		  (r->flags & PTS_GAPF_UNCERTAIN) ? "true" : "false",
-		  (r->flags & PTS_GAPF_TRAILING) ? "true" : "false");
+	len = app_knum(p, len, cap, "psbs", r->psbs);
+	len = app_knum(p, len, cap, "ovfs", r->ovfs);
+	len = app_knum(p, len, cap, "cbr_changes", r->cbrs);
+	len = app(p, len, cap, (r->flags & PTS_GAPF_UNCERTAIN)
+				       ? ",\"uncertain\":true"
+				       : ",\"uncertain\":false");
+	len = app(p, len, cap, (r->flags & PTS_GAPF_TRAILING)
+				       ? ",\"trailing\":true"
+				       : ",\"trailing\":false");
 	if (r->detail[0]) {
 		len = put(p, len, cap, ",\"detail\":");
 		len = put_json_str(p, len, cap, r->detail);

@@ -31,6 +31,25 @@ extern int pts_check_failures;
 		}                                                              \
 	} while (0)
 
+/* Reports a failure with a printf-style message (which row, what
+ * differed), counted like a failed CHECK; for failures found by code that
+ * has already compared the values. */
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fputc('\n', stderr);                                           \
+		pts_check_failures++;                                          \
+	} while (0)
+
+/* CHECK with a printf-style message, for table-driven tests whose failures
+ * must say which row and what differed. */
+#define CHECKF(cond, ...)                                                      \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			FAIL(__VA_ARGS__);                                     \
+	} while (0)
+
 /* The exit status for main: 0 when every check held, else 1. */
 int pts_check_exit(void);
 

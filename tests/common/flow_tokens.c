@@ -39,7 +39,9 @@ static int libipt_events(struct pt_insn_decoder *d, int status,
 		if (ev.status_update)
 			continue;
 		if (ev.type == ptev_enabled)
-			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_ENABLED));
+			pts_toks_add(t, PTS_TOK_EVENT(
+				ev.variant.enabled.resumed ? PTS_TOK_RESUMED
+							   : PTS_TOK_ENABLED));
 		else if (ev.type == ptev_disabled ||
 			 ev.type == ptev_async_disabled)
 			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_DISABLED));
@@ -105,7 +107,9 @@ static void ptscope_rec(const struct pts_flow_rec *r, struct pts_toks *t)
 				r->offset, pts_strerror(r->error));
 	} else if (!(r->flags & PTS_EV_F_STATUS)) {
 		if (r->type == PTS_EV_ENABLED)
-			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_ENABLED));
+			pts_toks_add(t, PTS_TOK_EVENT(
+				(r->flags & PTS_EV_F_RESUMED) ? PTS_TOK_RESUMED
+							      : PTS_TOK_ENABLED));
 		else if (r->type == PTS_EV_DISABLED ||
 			 r->type == PTS_EV_ASYNC_DISABLED)
 			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_DISABLED));
@@ -155,7 +159,8 @@ void pts_toks_ptscope(const struct pts_image *img,
 static void show(const char *what, const struct pts_toks *t, size_t at)
 {
 	static const char *const names[] = {"?", "enabled", "disabled",
-					    "overflow", "error"};
+					    "overflow", "error", "resumed",
+					    "?", "?"};
 	fprintf(stderr, "  %s:", what);
 	for (size_t k = at > 3 ? at - 3 : 0; k < t->n && k < at + 4; k++) {
 		if (PTS_TOK_IS_EVENT(t->v[k]))

@@ -13,7 +13,10 @@
 /* Event markers: addresses never look like this. */
 #define PTS_TOK_EVENT(e) (0xfff0000000000000ull | (uint64_t)(e))
 #define PTS_TOK_IS_EVENT(x) (((x) >> 52) == 0xfff)
-enum { PTS_TOK_ENABLED = 1, PTS_TOK_DISABLED, PTS_TOK_OVERFLOW, PTS_TOK_ERROR };
+enum {
+	PTS_TOK_ENABLED = 1, PTS_TOK_DISABLED, PTS_TOK_OVERFLOW, PTS_TOK_ERROR,
+	PTS_TOK_RESUMED /* enabled where libipt's resumed flag is set */
+};
 
 struct pts_toks {
 	uint64_t *v;

@@ -94,8 +94,11 @@ static int is_jcc(struct pts_insn_classifier *cls, const struct pts_image *img,
 	       info.iclass == PTS_INSN_JCC;
 }
 
-/* Matching lengths that count as "libipt resumed here" in ptscope's flow. */
-#define RESUME_MATCH 16
+/* Where libipt resumed in ptscope's flow: the first place within
+ * RESUME_WINDOW tokens that agrees for RESUME_MATCH tokens (or to libipt's
+ * end), else the one that agrees the longest. */
+#define RESUME_MATCH 65536
+#define RESUME_WINDOW 200000
 
 /* Compares libipt's @a with ptscope's @b, allowing (when @jcc_pgd) the
  * libipt limitation described at the top; *@skips counts its uses.
@@ -123,13 +126,27 @@ static int compare(const char *label, const struct pts_toks *a,
 		size_t k = i + 1;
 		while (k < a->n && PTS_TOK_IS_EVENT(a->v[k]))
 			k++;
-		size_t m = j + 1;
-		for (; m < b->n; m++) {
+		if (k == a->n) {
+			/* libipt found no PSB after it: its flow ends. */
+			(*skips)++;
+			i = a->n;
+			j = b->n;
+			break;
+		}
+		/* The candidate with the longest agreement wins (a loop
+		 * repeats; its right iteration agrees the longest). */
+		size_t m = b->n, best = 0;
+		for (size_t c = j + 1; c < b->n && c < j + 1 + RESUME_WINDOW;
+		     c++) {
 			size_t l = 0;
-			while (l < RESUME_MATCH && k + l < a->n && m + l < b->n &&
-			       a->v[k + l] == b->v[m + l])
+			while (l < RESUME_MATCH && k + l < a->n &&
+			       c + l < b->n && a->v[k + l] == b->v[c + l])
 				l++;
-			if (l == RESUME_MATCH || k + l == a->n)
+			if (l > best) {
+				best = l;
+				m = c;
+			}
+			if (k + l == a->n || l == RESUME_MATCH)
 				break;
 		}
 		if (m == b->n)

@@ -8,17 +8,19 @@
  *   - An ENCLU whose FUP opens the transition (FUP(CLIP) + TIP/TIP.PGD,
  *     pt-sgx-facts 4.3) executed, but libipt binds the FUP before the
  *     instruction and does not report it: skipped without counting.
- *   - Hidden instructions (enclave, ring 0 with OS=0, filter, overflow)
- *     must not be reported, except straight-line ones libipt walks before
- *     it meets an overflow's OVF: counted, allowed only in overflow runs.
- *   - A taken conditional branch that leaves the IP filter range gives
- *     TIP.PGD with the IP suppressed (pt-sgx-facts 1.3, TIP.PGD: the
- *     target follows from the code). libipt 2.0.5 binds a suppressed
- *     TIP.PGD only to far branches, CPL or CR3 changes (and to direct
- *     JMP/CALL under erratum SKL014), so at such a Jcc it asks for a TNT
- *     and fails with pte_bad_query. That error is counted apart, at a
- *     visible Jcc whose successor the filter hides only, and the visible
- *     instructions libipt skips until its resync are not misses.
+ *   - Hidden instructions (enclave, ring 0 with OS=0, filter, TraceStop,
+ *     CR3 filter, overflow) must not be reported, except straight-line
+ *     ones libipt walks before it meets an overflow's OVF: counted,
+ *     allowed only in overflow runs.
+ *   - A taken conditional branch that leaves the IP filter range (or
+ *     lands in a TraceStop range) gives TIP.PGD with the IP suppressed
+ *     (pt-sgx-facts 1.3, TIP.PGD: the target follows from the code).
+ *     libipt 2.0.5 binds a suppressed TIP.PGD only to far branches, CPL
+ *     or CR3 changes (and to direct JMP/CALL under erratum SKL014), so at
+ *     such a Jcc it asks for a TNT and fails with pte_bad_query. That
+ *     error is counted apart, at a visible Jcc whose successor the filter
+ *     or a TraceStop hides only, and the visible instructions libipt
+ *     skips until its resync are not misses.
  * Everything else is a mismatch: an address libipt reports that is not
  * the next truth instruction, a visible instruction it skips, or a
  * decode error.
@@ -98,6 +100,9 @@ struct result {
 	/* The conditional-branch rule libipt cannot follow (see the top):
 	 * times met, visible instructions its resync skipped after it. */
 	uint64_t cond_pgd, cond_pgd_skipped;
+	/* TraceStop packets (ptev_stop); PIPs (ptev_paging) with the CR3 of
+	 * the options and with another one. */
+	uint64_t stops, paging, paging_other;
 };
 
 /* The index of the first visible ENCLU at or after @i (t->n: none). */
@@ -143,6 +148,19 @@ static void compare(const struct syn_sink *trace, struct pts_image *img,
 			if (status < 0)
 				break;
 			r->disabled += ev.type == ptev_disabled;
+			r->stops += ev.type == ptev_stop;
+			/* A PIP carries CR3[51:5]; libipt reports one in a
+			 * PSB+ as an async paging event. */
+			if (ev.type == ptev_paging ||
+			    ev.type == ptev_async_paging) {
+				uint64_t want = o->cr3 & ~0x1full &
+						((1ull << 52) - 1);
+				uint64_t cr3 = ev.type == ptev_paging
+						       ? ev.variant.paging.cr3
+						       : ev.variant.async_paging.cr3;
+				r->paging += cr3 == want;
+				r->paging_other += cr3 != want;
+			}
 			uint64_t at = ev.type == ptev_async_disabled
 					      ? ev.variant.async_disabled.at
 				      : ev.type == ptev_async_branch
@@ -224,9 +242,11 @@ static void compare(const struct syn_sink *trace, struct pts_image *img,
 error:
 		if (status == -pte_bad_query && p + 1 < t->n &&
 		    t->v[p].kind == SYN_COND && !t->v[p].hidden &&
-		    t->v[p + 1].hidden == SYN_HID_FILTER) {
-			/* A taken Jcc leaving the filter range: TIP.PGD()
-			 * where libipt wants a TNT. */
+		    (t->v[p + 1].hidden == SYN_HID_FILTER ||
+		     t->v[p + 1].hidden == SYN_HID_STOPPED)) {
+			/* A taken Jcc leaving the filter range or landing
+			 * in a TraceStop range: TIP.PGD() where libipt
+			 * wants a TNT. */
 			r->cond_pgd++;
 			after_cond_pgd = 1;
 		} else if (r->errors++ < 5) {
@@ -247,6 +267,10 @@ struct scenario {
 	void (*setup)(struct syn_options *o, const struct pts_image *img);
 	int overflow; /* hidden overflow instructions may be reported */
 	int enclave;  /* walk the enclave demo: enum pts_enclave_kind + 1 */
+	/* What the scenario must show beyond the common rules, or NULL;
+	 * returns nonzero (and says why) when it does not. */
+	int (*check)(const struct syn_options *o, const struct truth *t,
+		     const struct result *r, const struct syn_emit_stats *st);
 };
 
 static void plain(struct syn_options *o, const struct pts_image *img)
@@ -336,19 +360,122 @@ static void enclave_timing(struct syn_options *o, const struct pts_image *img)
 	o->psb_period = 256;
 }
 
+/* TraceStop at three function entries (ranges of one byte): the walk
+ * enters them by calls and jumps, whose TIP.PGD carries the target, which
+ * libipt binds; a RET never lands on an entry and a Jcc seldom does (their
+ * TIP.PGD() is the filter's limitation above). Software re-enables
+ * tracing some instructions after each stop (syn_drive), so it stops
+ * again and again. */
+static void tracestop(struct syn_options *o, const struct pts_image *img)
+{
+	const struct pts_symbol *syms;
+	size_t n = pts_image_functions(img, 0, &syms);
+	o->n_addr = 3;
+	for (unsigned i = 0; i < 3; i++) {
+		o->addr_cfg[i] = PTS_ADDR_STOP;
+		o->addr_a[i] = o->addr_b[i] = syms[(i + 1) * n / 4].addr;
+	}
+}
+
+/* The CR3 filter on: bits 63:5 of CR3 must match (pt-sgx-facts 3.4), so
+ * PWT and PCD (bits 3, 4) set in CR3 alone still match. */
+static void cr3_match(struct syn_options *o, const struct pts_image *img)
+{
+	(void)img;
+	o->cr3 = 0x7654018;
+	o->cr3_filter = 1;
+	o->cr3_match = 0x7654000;
+}
+
+static void cr3_mismatch(struct syn_options *o, const struct pts_image *img)
+{
+	cr3_match(o, img);
+	o->cr3_match = 0x1234000;
+}
+
+/* How many runs of instructions the truth hides for @why. */
+static uint64_t hidden_runs(const struct truth *t, int why)
+{
+	uint64_t runs = 0;
+	for (size_t i = 0; i < t->n; i++)
+		runs += t->v[i].hidden == why &&
+			(i == 0 || t->v[i - 1].hidden != why);
+	return runs;
+}
+
+/* Every run of stopped instructions began with a TraceStop packet that
+ * libipt reported (its ptev_stop) after a TIP.PGD; the common rules
+ * already hold libipt to the truth up to each stop and to nothing
+ * within the run. */
+static int check_tracestop(const struct syn_options *o, const struct truth *t,
+			   const struct result *r,
+			   const struct syn_emit_stats *st)
+{
+	(void)o;
+	uint64_t runs = hidden_runs(t, SYN_HID_STOPPED);
+	if (runs && r->stops == runs && st->pgds >= runs)
+		return 0;
+	fprintf(stderr, "  tracestop: %llu stopped runs, %llu ptev_stop, "
+			"%llu TIP.PGD\n",
+		(unsigned long long)runs, (unsigned long long)r->stops,
+		(unsigned long long)st->pgds);
+	return 1;
+}
+
+/* A matching CR3 hides nothing; every PIP (OS=1) names it. */
+static int check_cr3_match(const struct syn_options *o, const struct truth *t,
+			   const struct result *r,
+			   const struct syn_emit_stats *st)
+{
+	(void)o;
+	(void)st;
+	if (r->matched == t->n && r->paging && !r->paging_other)
+		return 0;
+	fprintf(stderr, "  cr3 match: %llu of %zu matched, %llu PIPs with "
+			"the CR3, %llu with another\n",
+		(unsigned long long)r->matched, t->n,
+		(unsigned long long)r->paging,
+		(unsigned long long)r->paging_other);
+	return 1;
+}
+
+/* ContextEn = 0 throughout: every instruction hidden for CR3, no flow
+ * packet (TNT, TIP*, FUP) and no PIP, libipt reports nothing. */
+static int check_cr3_mismatch(const struct syn_options *o,
+			      const struct truth *t, const struct result *r,
+			      const struct syn_emit_stats *st)
+{
+	(void)o;
+	uint64_t flow = st->tips + st->pges + st->pgds + st->fups +
+			st->tnt_bits;
+	if (t->n && hidden_runs(t, SYN_HID_CR3) == 1 &&
+	    t->v[0].hidden == SYN_HID_CR3 && !r->matched &&
+	    !r->hidden_reported && !flow && !r->paging && !r->paging_other)
+		return 0;
+	fprintf(stderr, "  cr3 mismatch: %llu reported, %llu flow packets, "
+			"%llu PIPs\n",
+		(unsigned long long)(r->matched + r->hidden_reported),
+		(unsigned long long)flow,
+		(unsigned long long)(r->paging + r->paging_other));
+	return 1;
+}
+
 static const struct scenario scenarios[] = {
-	{"plain", plain, 0, 0},
-	{"no-retcomp", no_retcomp, 0, 0},
-	{"async user-only", async_user, 0, 0},
-	{"async OS=1 long-tnt", async_kernel, 0, 0},
-	{"timing", timing, 0, 0},
-	{"overflow", overflow, 1, 0},
-	{"ip-filter", filter, 0, 0},
-	{"production user-only", enclave_user, 0, 1 + PTS_ENCLAVE_PRODUCTION},
-	{"production OS=1", enclave_nokernel, 0, 1 + PTS_ENCLAVE_PRODUCTION},
-	{"production timing+ovf", enclave_timing, 1, 1 + PTS_ENCLAVE_PRODUCTION},
-	{"debug user-only", enclave_user, 0, 1 + PTS_ENCLAVE_DEBUG},
-	{"debug OS=1", enclave_nokernel, 0, 1 + PTS_ENCLAVE_DEBUG},
+	{"plain", plain, 0, 0, NULL},
+	{"no-retcomp", no_retcomp, 0, 0, NULL},
+	{"async user-only", async_user, 0, 0, NULL},
+	{"async OS=1 long-tnt", async_kernel, 0, 0, NULL},
+	{"timing", timing, 0, 0, NULL},
+	{"overflow", overflow, 1, 0, NULL},
+	{"ip-filter", filter, 0, 0, NULL},
+	{"production user-only", enclave_user, 0, 1 + PTS_ENCLAVE_PRODUCTION, NULL},
+	{"production OS=1", enclave_nokernel, 0, 1 + PTS_ENCLAVE_PRODUCTION, NULL},
+	{"production timing+ovf", enclave_timing, 1, 1 + PTS_ENCLAVE_PRODUCTION, NULL},
+	{"debug user-only", enclave_user, 0, 1 + PTS_ENCLAVE_DEBUG, NULL},
+	{"debug OS=1", enclave_nokernel, 0, 1 + PTS_ENCLAVE_DEBUG, NULL},
+	{"tracestop", tracestop, 0, 0, check_tracestop},
+	{"cr3 match", cr3_match, 0, 0, check_cr3_match},
+	{"cr3 mismatch", cr3_mismatch, 0, 0, check_cr3_mismatch},
 };
 
 /* The enclave demo's path (PTS_SOURCE_ROOT, else the source tree this was
@@ -502,6 +629,8 @@ int main(int argc, char **argv)
 				  (r.hidden_reported && !sc->overflow) ||
 				  r.enclu_reported ||
 				  r.enclu_events != r.enclu_visible;
+			if (sc->check && sc->check(&o, &t, &r, &st))
+				bad = 1;
 			printf("%-22s %8zu insns %8zu bytes: %llu matched, %llu "
 			       "missed, %llu hidden reported, %llu mismatches, "
 			       "%llu errors (%llu PGD, %llu OVF; ENCLU: %llu "

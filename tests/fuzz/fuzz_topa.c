@@ -29,15 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE(cond)                                                          \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: invariant violated: %s\n",     \
-				__FILE__, __LINE__, #cond);                    \
-			abort();                                               \
-		}                                                              \
-	} while (0)
-
 struct blob {
 	const uint8_t *data;
 	size_t len;

@@ -227,11 +227,9 @@ static void test_bad_lines(void)
 		int err = pts_config_parse(&cfg, c->text, strlen(c->text), NULL,
 					   &line);
 		if (err != c->err || line != c->line) {
-			fprintf(stderr, "case %zu \"%s\": got %s line %d, want "
-					"%s line %d\n",
-				i, c->text, pts_strerror(err), line,
-				pts_strerror(c->err), c->line);
-			pts_check_failures++;
+			FAIL("case %zu \"%s\": got %s line %d, want %s line %d",
+			     i, c->text, pts_strerror(err), line,
+			     pts_strerror(c->err), c->line);
 		}
 		pts_config_fini(&cfg);
 	}

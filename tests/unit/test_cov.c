@@ -196,10 +196,8 @@ static void check_layout(const char *name, const struct edges *e)
 		else
 			bad |= !on;
 	}
-	if (bad || on) {
-		fprintf(stderr, "%s: start/stop edges out of order\n", name);
-		pts_check_failures++;
-	}
+	if (bad || on)
+		FAIL("%s: start/stop edges out of order", name);
 }
 
 static void check_bitmap(struct pts_cov *cov, const struct edges *want)

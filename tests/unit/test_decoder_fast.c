@@ -3,18 +3,21 @@
  * end at window, chunk and batch edges; 02 inside such a run (TNT-64, OVF,
  * PSBEND, a TNT-64 without a stop bit); CYCs of 2 to 14 bytes anywhere; a
  * BBP followed by bytes that are BIPs there and TNT-8s elsewhere; long PAD
- * runs. The reference is the slow path alone: pts_pkt_next() fed one byte
- * at a time never has the 16 bytes the fast path needs. Every other way of
+ * runs; every IP packet form, sign-extended ones included, at every edge
+ * and back to back, and the reserved IPBytes. The reference is the slow
+ * path alone: pts_pkt_next() fed one byte at a time never has the 16 bytes
+ * the fast path needs. Every other way of
  * decoding (whole buffer, random chunks, batches around the window size)
  * must give the same packets, byte for byte, and the same errors.
  */
 #include <ptscope/packets.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
@@ -163,6 +166,24 @@ static void put_other(struct buf *b)
 	}
 }
 
+/* An IP packet of IPBytes @ipc (0..7) and opcode @op (TIP, TIP.PGE,
+ * TIP.PGD, FUP). Sign-extended payloads alternate bit 47 between calls so
+ * that both extensions and the partial updates after them are seen. */
+static void put_ip(struct buf *b, unsigned ipc, unsigned op)
+{
+	static const uint8_t ip_len[] = {0, 2, 4, 6, 6, 0, 8, 0};
+	static unsigned sign;
+
+	put1(b, ipc << 5 | op);
+	if (ipc == 3) {
+		put_bytes(b, 5);
+		sign ^= 0x80;
+		put1(b, (unsigned)(rnd() & 0x7f) | sign);
+	} else {
+		put_bytes(b, ip_len[ipc]);
+	}
+}
+
 struct ev {
 	int r;
 	uint64_t begin, end;
@@ -232,21 +253,18 @@ static void compare(const char *name, const struct evs *want,
 	for (size_t i = 0; i < n; i++) {
 		if (!memcmp(&want->v[i], &got->v[i], sizeof(want->v[i])))
 			continue;
-		printf("FAIL %s (chunk %zu, max %d): event %zu: want r %d "
-		       "kind %u off %llu size %u, got r %d kind %u off %llu "
-		       "size %u\n",
-		       name, chunk, max, i, want->v[i].r, want->v[i].pkt.kind,
-		       (unsigned long long)want->v[i].pkt.offset,
-		       want->v[i].pkt.size, got->v[i].r, got->v[i].pkt.kind,
-		       (unsigned long long)got->v[i].pkt.offset,
-		       got->v[i].pkt.size);
-		failures++;
+		FAIL("%s (chunk %zu, max %d): event %zu: want r %d kind %u "
+		     "off %llu size %u, got r %d kind %u off %llu size %u",
+		     name, chunk, max, i, want->v[i].r, want->v[i].pkt.kind,
+		     (unsigned long long)want->v[i].pkt.offset,
+		     want->v[i].pkt.size, got->v[i].r, got->v[i].pkt.kind,
+		     (unsigned long long)got->v[i].pkt.offset,
+		     got->v[i].pkt.size);
 		return;
 	}
 	if (want->n != got->n) {
-		printf("FAIL %s (chunk %zu, max %d): %zu events, want %zu\n",
-		       name, chunk, max, got->n, want->n);
-		failures++;
+		FAIL("%s (chunk %zu, max %d): %zu events, want %zu", name,
+		     chunk, max, got->n, want->n);
 	}
 }
 
@@ -317,6 +335,50 @@ int main(void)
 			put1(&b, 0x04);
 	}
 	check("bip after bbp", &b);
+	/* Every IP packet form (IPBytes 0, 1, 2, 3, 4, 6 of each opcode)
+	 * after runs of every length around the window, so that each form
+	 * starts and ends at each chunk and batch edge; sext-48 IPs are
+	 * followed by partial updates that keep their extended high bits. */
+	for (int round = 0; round < 2; round++) {
+		static const uint8_t ip_op[] = {0x0d, 0x11, 0x01, 0x1d};
+		static const uint8_t ipcs[] = {0, 1, 2, 3, 4, 6};
+
+		b.n = 0;
+		put_psb(&b);
+		for (unsigned run = 0; b.n < 60000; run = (run + 1) % 70) {
+			unsigned ipc = ipcs[rnd() % 6];
+
+			for (unsigned i = 0; i < run; i++)
+				put_one_byte(&b);
+			put_ip(&b, ipc, ip_op[rnd() % 4]);
+			if (ipc == 3 && round)
+				put_ip(&b, 1 + (unsigned)(rnd() % 2),
+				       ip_op[rnd() % 4]);
+		}
+		check("ip forms", &b);
+	}
+	/* Runs of IP packets alone, every form back to back. */
+	b.n = 0;
+	put_psb(&b);
+	while (b.n < 30000) {
+		static const uint8_t ip_op[] = {0x0d, 0x11, 0x01, 0x1d};
+		static const uint8_t ipcs[] = {0, 1, 2, 3, 4, 6};
+
+		put_ip(&b, ipcs[rnd() % 6], ip_op[rnd() % 4]);
+	}
+	check("ip runs", &b);
+	/* Reserved IPBytes (5, 7) at the edges: errors, left to the slow
+	 * path; a PSB after each to go on. */
+	b.n = 0;
+	put_psb(&b);
+	for (int i = 0; i < 100; i++) {
+		for (unsigned k = (unsigned)(rnd() % 70); k; k--)
+			put_ip(&b, (unsigned)(rnd() % 2) * 3, 0x0d);
+		put_ip(&b, i % 2 ? 5 : 7, 0x1d);
+		put_bytes(&b, 8);
+		put_psb(&b);
+	}
+	check("reserved ipc", &b);
 	/* PAD only, and PAD runs across every edge. */
 	b.n = 0;
 	put_psb(&b);
@@ -324,9 +386,5 @@ int main(void)
 		put1(&b, 0x00);
 	check("pad", &b);
 
-	if (failures)
-		printf("%d failures\n", failures);
-	else
-		printf("ok\n");
-	return failures != 0;
+	return pts_check_exit();
 }

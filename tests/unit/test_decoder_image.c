@@ -2,21 +2,12 @@
  * instruction classification. */
 #include <ptscope/decoder.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, \
-				__LINE__, #cond);                              \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 static void test_mem(void)
 {
@@ -191,11 +182,9 @@ static void test_classify(void)
 					       info.flags != c->flags ||
 					       (c->target &&
 						info.target != c->target)))) {
-			fprintf(stderr,
-				"case %zu: got %d class %s flags %x target %llx\n",
-				i, r, pts_iclass_name(info.iclass), info.flags,
-				(unsigned long long)info.target);
-			failures++;
+			FAIL("case %zu: got %d class %s flags %x target %llx",
+			     i, r, pts_iclass_name(info.iclass), info.flags,
+			     (unsigned long long)info.target);
 		}
 	}
 	char text[64];
@@ -228,7 +217,5 @@ int main(void)
 	test_raw();
 	test_elf();
 	test_classify();
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures ? 1 : 0;
+	return pts_check_exit();
 }

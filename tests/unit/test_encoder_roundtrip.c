@@ -15,7 +15,7 @@
  */
 #include <ptscope/packets.h>
 
-#include "checkf.h"
+#include "check.h"
 #include "feed.h"
 #include "pkt_compare.h"
 #include "rng.h"

@@ -4,6 +4,8 @@
  */
 #include <ptscope/packets.h>
 
+#include "check.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -41,16 +43,6 @@ static const struct row rows[] = {
 	{"reserved 7", 0x4000, 7, 0x1, -PTS_ERR_BAD_IPC, 0},
 	{"out of range 8", 0x4000, 8, 0x1, -PTS_ERR_BAD_IPC, 0},
 };
-
-static int failures;
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		printf("FAIL ");                                               \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-		failures++;                                                    \
-	} while (0)
 
 static void table(void)
 {
@@ -117,10 +109,5 @@ int main(void)
 {
 	table();
 	sequences();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("lastip: all passed\n");
-	return 0;
+	return pts_check_exit();
 }

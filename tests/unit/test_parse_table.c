@@ -6,6 +6,8 @@
  */
 #include <ptscope/packets.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,16 +365,6 @@ static void norm(struct pts_packet *out, const struct pts_packet *in)
 	}
 }
 
-static int failures;
-
-#define FAIL(name, ...)                                                        \
-	do {                                                                   \
-		printf("FAIL %s: ", name);                                     \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-		failures++;                                                    \
-	} while (0)
-
 static const struct pts_packet *poisoned(void)
 {
 	static struct pts_packet p;
@@ -390,15 +382,13 @@ static void check_one(const struct row *r, size_t len, int want)
 	got = *poisoned();
 	ret = pts_pkt_parse(r->bytes, len, r->blk, &got);
 	if (ret != want) {
-		printf("FAIL %s (%zu bytes): returned %d (%s), want %d (%s)\n",
-		       r->name, len, ret, pts_errname(ret), want,
-		       pts_errname(want));
-		failures++;
+		FAIL("%s (%zu bytes): returned %d (%s), want %d (%s)", r->name,
+		     len, ret, pts_errname(ret), want, pts_errname(want));
 		return;
 	}
 	if (ret < 0) {
 		if (memcmp(&got, poisoned(), sizeof(got)) != 0)
-			FAIL(r->name, "output written on error");
+			FAIL("%s: output written on error", r->name);
 		return;
 	}
 	norm(&expect, &r->want);
@@ -408,8 +398,8 @@ static void check_one(const struct row *r, size_t len, int want)
 
 		for (size_t i = 0; i < sizeof(got); i++)
 			if (g[i] != e[i]) {
-				FAIL(r->name, "byte %zu of the packet is 0x%02x, want 0x%02x",
-				     i, g[i], e[i]);
+				FAIL("%s: byte %zu of the packet is 0x%02x, "
+				     "want 0x%02x", r->name, i, g[i], e[i]);
 				break;
 			}
 	}
@@ -434,7 +424,7 @@ static void sweep(void)
 				if (r == -PTS_ERR_TRUNCATED || r == 0 ||
 				    r > 16 || (r > 0 && r != p.size) ||
 				    (r > 0 && p.kind >= PTS_PKT_KIND_COUNT)) {
-					FAIL("sweep", "bytes %02x %02x ...: %d", b0,
+					FAIL("sweep: bytes %02x %02x ...: %d", b0,
 					     b1, r);
 					return;
 				}
@@ -451,13 +441,13 @@ static void api_misuse(void)
 	uint8_t b = 0;
 
 	if (pts_pkt_parse(NULL, 1, 0, &p) != -PTS_ERR_INVALID)
-		FAIL("misuse", "NULL buffer accepted");
+		FAIL("misuse: NULL buffer accepted");
 	if (pts_pkt_parse(&b, 1, 0, NULL) != -PTS_ERR_INVALID)
-		FAIL("misuse", "NULL packet accepted");
+		FAIL("misuse: NULL packet accepted");
 	if (pts_pkt_parse(&b, 1, 5, &p) != -PTS_ERR_INVALID)
-		FAIL("misuse", "block context 5 accepted");
+		FAIL("misuse: block context 5 accepted");
 	if (pts_pkt_parse(&b, 0, 0, &p) != -PTS_ERR_TRUNCATED)
-		FAIL("misuse", "empty input not TRUNCATED");
+		FAIL("misuse: empty input not TRUNCATED");
 }
 
 int main(void)
@@ -474,16 +464,11 @@ int main(void)
 				check_one(r, len, -PTS_ERR_TRUNCATED);
 		/* Bytes after a packet do not change it. */
 		if (r->ret > 0 && (size_t)r->ret < r->len)
-			FAIL(r->name, "table row has %zu trailing bytes",
+			FAIL("%s: table row has %zu trailing bytes", r->name,
 			     r->len - (size_t)r->ret);
 	}
 	sweep();
 	api_misuse();
 
-	if (failures) {
-		printf("%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("parse table: %zu rows passed\n", n);
-	return 0;
+	return pts_check_exit();
 }

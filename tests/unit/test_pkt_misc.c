@@ -3,20 +3,12 @@
  */
 #include <ptscope/packets.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		printf("FAIL ");                                               \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-		failures++;                                                    \
-	} while (0)
 
 static void errors(void)
 {
@@ -219,10 +211,5 @@ int main(void)
 	cpu_parse();
 	errata();
 	source();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("packet misc: all passed\n");
-	return 0;
+	return pts_check_exit();
 }

@@ -9,7 +9,7 @@
  */
 #include <ptscope/packets.h>
 
-#include "checkf.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,19 +7,11 @@
  */
 #include <ptscope/packets.h>
 
+#include "check.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-
-#define FAIL(...)                                                              \
-	do {                                                                   \
-		printf("FAIL ");                                               \
-		printf(__VA_ARGS__);                                           \
-		printf("\n");                                                  \
-		failures++;                                                    \
-	} while (0)
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -231,10 +223,5 @@ int main(void)
 	long_runs();
 	random_patterns();
 	edges();
-	if (failures) {
-		printf("%d failure(s)\n", failures);
-		return 1;
-	}
-	printf("psb search: all passed\n");
-	return 0;
+	return pts_check_exit();
 }

@@ -10,6 +10,7 @@
  * EEXIT ENCLU at 0x50000f. */
 #include "check.h"
 #include "synth.h"
+#include "synth_packets.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -106,62 +107,6 @@ static void synthesize(const struct syn_options *o, int kind,
 	pts_config_fini(&cfg);
 }
 
-static int is_timing(int kind)
-{
-	return kind == PTS_PKT_MTC || kind == PTS_PKT_CYC ||
-	       kind == PTS_PKT_TSC || kind == PTS_PKT_TMA;
-}
-
-/* Decodes @sink into @pkts (at most @max); returns how many. */
-static size_t decode(const struct syn_sink *sink, struct pts_packet *pkts,
-		     size_t max)
-{
-	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
-	struct pts_input in = {sink->mem, sink->mem_len, 0};
-	size_t n = 0;
-	pts_pkt_end(dec);
-	for (;;) {
-		struct pts_packet p;
-		int r = pts_pkt_next(dec, &in, &p);
-		if (r == -PTS_ERR_EOS)
-			break;
-		CHECK(r > 0);
-		if (r <= 0 || n == max)
-			break;
-		pkts[n++] = p;
-	}
-	pts_pkt_decoder_free(dec);
-	return n;
-}
-
-/* One line for @pkts without the timing packets: kind names, IP packets
- * with their IP in hex or "()" when suppressed. */
-static void signature(const struct pts_packet *pkts, size_t n, char *out,
-		      size_t cap)
-{
-	size_t k = 0;
-	out[0] = '\0';
-	for (size_t i = 0; i < n && k < cap; i++) {
-		const struct pts_packet *p = &pkts[i];
-		if (is_timing(p->kind))
-			continue;
-		int ip = p->kind == PTS_PKT_TIP || p->kind == PTS_PKT_FUP ||
-			 p->kind == PTS_PKT_TIP_PGE || p->kind == PTS_PKT_TIP_PGD;
-		int w;
-		if (!ip)
-			w = snprintf(out + k, cap - k, "%s%s", k ? " " : "",
-				     pts_pkt_kind_name(p->kind));
-		else if (p->ipc == PTS_IPC_SUPPRESSED)
-			w = snprintf(out + k, cap - k, "%s%s()", k ? " " : "",
-				     pts_pkt_kind_name(p->kind));
-		else
-			w = snprintf(out + k, cap - k, "%s%s(%llx)",
-				     k ? " " : "", pts_pkt_kind_name(p->kind),
-				     (unsigned long long)p->u.ip.ip);
-		k += (size_t)w;
-	}
-}
-
 struct result {
 	struct syn_sink *sink;
 	struct pts_packet pkts[4096];
@@ -176,8 +121,8 @@ static struct result *run(const struct syn_options *o, int kind,
 	if (!r || !(r->sink = calloc(1, sizeof(*r->sink))))
 		abort();
 	synthesize(o, kind, sc, r->sink);
-	r->n = decode(r->sink, r->pkts, sizeof(r->pkts) / sizeof(r->pkts[0]));
-	signature(r->pkts, r->n, r->sig, sizeof(r->sig));
+	r->n = synth_decode(r->sink, r->pkts, sizeof(r->pkts) / sizeof(r->pkts[0]));
+	synth_signature(r->pkts, r->n, r->sig, sizeof(r->sig));
 	return r;
 }
 
@@ -193,11 +138,8 @@ static void check_sig(const char *test, const struct result *r,
 {
 	if (getenv("SYNTH_VERBOSE"))
 		printf("%s: %s\n", test, r->sig);
-	if (strcmp(r->sig, want) != 0) {
-		fprintf(stderr, "%s:\n  got:  %s\n  want: %s\n", test, r->sig,
-			want);
-		pts_check_failures++;
-	}
+	if (strcmp(r->sig, want) != 0)
+		FAIL("%s:\n  got:  %s\n  want: %s", test, r->sig, want);
 }
 
 /* The index of the @nth (from 0) packet of @kind, or SIZE_MAX. */
@@ -412,7 +354,7 @@ static void test_psb_in_gap(void)
 		int k = r->pkts[i].kind;
 		psbs += k == PTS_PKT_PSB;
 		CHECK(k == PTS_PKT_PSB || k == PTS_PKT_PSBEND ||
-		      k == PTS_PKT_CBR || is_timing(k));
+		      k == PTS_PKT_CBR || synth_is_timing(k));
 	}
 	CHECK(psbs >= 1);
 	CHECK_EQ(r->pkts[pge - 1].kind, PTS_PKT_MODE_EXEC);

@@ -4,24 +4,14 @@
  * buffer wrapped), and every malformed input fails with its named error. */
 #include "topa_internal.h"
 
-#include "../common/rng.h"
+#include "check.h"
+#include "rng.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, \
-				__LINE__, #cond);                              \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 /* A layout and what it must hold: @lead bytes written once, then a ring of
  * @ring bytes; or, with @stop, a linear buffer of @stop bytes. */
@@ -190,7 +180,7 @@ static void test_round_trips(void)
 				bad += round_trip(l, b + 1, lazy);
 				bad += round_trip(l, b + step / 2, lazy);
 			}
-		failures += bad;
+		pts_check_failures += bad;
 	}
 }
 
@@ -385,12 +375,8 @@ static void test_bad_inputs(void)
 		const char *msg = pts_topa_errmsg(t);
 		if (err != -bad_inputs[i].err ||
 		    !strstr(msg, bad_inputs[i].msg)) {
-			fprintf(stderr,
-				"bad input %zu: got %d \"%s\", want %d "
-				"\"%s\"\n",
-				i, err, msg, -bad_inputs[i].err,
-				bad_inputs[i].msg);
-			failures++;
+			FAIL("bad input %zu: got %d \"%s\", want %d \"%s\"", i,
+			     err, msg, -bad_inputs[i].err, bad_inputs[i].msg);
 		}
 		pts_topa_free(t);
 	}
@@ -545,10 +531,5 @@ int main(void)
 	test_detect_zero_fill();
 	test_writer_specs();
 	rm_tree(save_dir);
-	if (failures) {
-		fprintf(stderr, "test_topa: %d failures\n", failures);
-		return 1;
-	}
-	printf("test_topa: ok\n");
-	return 0;
+	return pts_check_exit();
 }

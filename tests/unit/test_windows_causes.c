@@ -3,7 +3,6 @@
  * off, overflow, decode error, truncation), "needs-images" where only the
  * code can tell, and the balance rules. */
 #include "check.h"
-#include "checkf.h"
 #include "windows_trace.h"
 
 #include <string.h>

@@ -3,7 +3,6 @@
  * configuration and the enclave map can check, on traces built with the
  * encoder. */
 #include "check.h"
-#include "checkf.h"
 #include "windows_trace.h"
 
 #include <string.h>

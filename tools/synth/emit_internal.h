@@ -56,6 +56,10 @@ struct syn_emitter {
 	struct syn_emit_stats st;
 };
 
+/* emit_state.c: SYN_VISIBLE when ContextEn holds for code in @w, else
+ * why not (CPL, production enclave, CR3 filter). */
+int syn_context_why(const struct syn_emitter *em, struct syn_where w);
+
 /* emit_packets.c */
 int syn_put(struct syn_emitter *em, const struct pts_packet *pkt);
 int syn_tnt_add(struct syn_emitter *em, int bit);

@@ -299,14 +299,8 @@ int syn_time_packets(struct syn_emitter *em, int cbr)
 /* PIP in PSB+ needs OS=1 and ContextEn (pt-sgx-facts 2.5). */
 static int pip_allowed(const struct syn_emitter *em)
 {
-	if (em->o.user_only)
-		return 0;
-	if (em->where.encl >= 0 &&
-	    em->cfg->enclaves[em->where.encl].kind == PTS_ENCLAVE_PRODUCTION)
-		return 0;
-	if (em->o.cr3_filter && em->o.cr3 != em->o.cr3_match)
-		return 0;
-	return 1;
+	return !em->o.user_only &&
+	       syn_context_why(em, em->where) == SYN_VISIBLE;
 }
 
 int syn_psb_plus(struct syn_emitter *em)

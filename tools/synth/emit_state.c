@@ -26,14 +26,16 @@ static uint64_t rng_next(uint64_t *s)
 }
 
 /* ContextEn for code running in @w, and why not (SDM 36.2.5.3). */
-static int context_why(const struct syn_emitter *em, struct syn_where w)
+int syn_context_why(const struct syn_emitter *em, struct syn_where w)
 {
 	if (w.cpl == 0 && em->o.user_only)
 		return SYN_HID_CPL;
 	if (w.encl >= 0 &&
 	    em->cfg->enclaves[w.encl].kind == PTS_ENCLAVE_PRODUCTION)
 		return SYN_HID_ENCLAVE;
-	if (em->o.cr3_filter && em->o.cr3 != em->o.cr3_match)
+	/* RTIT_CR3_MATCH[63:5] against CR3[63:5] (pt-sgx-facts 3.4): CR3's
+	 * PWT and PCD bits do not take part. */
+	if (em->o.cr3_filter && (em->o.cr3 ^ em->o.cr3_match) & ~0x1full)
 		return SYN_HID_CR3;
 	return SYN_VISIBLE;
 }
@@ -101,7 +103,7 @@ int syn_emit_stopped(const struct syn_emitter *em)
 
 static void update_pe(struct syn_emitter *em)
 {
-	em->pe = em->trigger && context_why(em, em->where) == SYN_VISIBLE &&
+	em->pe = em->trigger && syn_context_why(em, em->where) == SYN_VISIBLE &&
 		 em->filter;
 }
 
@@ -144,7 +146,7 @@ static int pge(struct syn_emitter *em, uint64_t to)
 static int land(struct syn_emitter *em, uint64_t to, struct syn_where w,
 		int *ctx_out, int *stop)
 {
-	int ctx = context_why(em, w) == SYN_VISIBLE;
+	int ctx = syn_context_why(em, w) == SYN_VISIBLE;
 	*ctx_out = ctx;
 	*stop = 0;
 	if (em->trigger && ctx) {
@@ -297,7 +299,7 @@ static int restart(struct syn_emitter *em, const struct syn_step *s)
 	em->trigger = 1;
 	em->last_cyc = em->clk.cycles;
 	em->where = s->to;
-	if (context_why(em, s->to) == SYN_VISIBLE && em->has_filter)
+	if (syn_context_why(em, s->to) == SYN_VISIBLE && em->has_filter)
 		em->filter = in_ranges(em, s->next, PTS_ADDR_FILTER);
 	update_pe(em);
 	if ((err = syn_time_packets(em, 1)) < 0)
@@ -314,7 +316,7 @@ static int hidden_reason(const struct syn_emitter *em)
 {
 	if (!em->trigger)
 		return SYN_HID_STOPPED;
-	int why = context_why(em, em->where);
+	int why = syn_context_why(em, em->where);
 	if (why)
 		return why;
 	return em->filter ? SYN_VISIBLE : SYN_HID_FILTER;

@@ -302,7 +302,15 @@ struct pts_flow_rec {
 };
 
 struct pts_flow_config {
-	struct pts_cpu cpu;    /* errata (none by default) */
+	/* Errata workarounds (none by default), as libipt's pt_insn applies
+	 * them: BDM70 (a PSB+ FUP right before TIP.PGE does not enable) and
+	 * SKL014 (a TIP.PGD without IP binds to a direct JMP/CALL whose
+	 * target is outside the IP filter ranges below). */
+	struct pts_cpu cpu;
+	/* IA32_RTIT_ADDRn_A/B (inclusive) and ADDRn_CFG (1: FilterEn range);
+	 * only SKL014 needs them. */
+	uint64_t addr_a[4], addr_b[4];
+	uint8_t addr_cfg[4];
 	/* Bound of the block cache in bytes (0: 64 MiB). When full it is
 	 * emptied at the start of the next pts_flow_next() call. */
 	size_t cache_bytes;
