@@ -53,6 +53,21 @@ stage "plain build (-Dwerror=true)" build-test "$plain_suites" -Dwerror=true
 stage "sanitizers (address, undefined)" build-test-asan "--no-suite slow" \
 	-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 
+# Install into a scratch root: every public header and the library land,
+# and a program using only the installed headers compiles.
+echo "=== install check"
+dest=$(mktemp -d)
+if meson install -C build-test --destdir "$dest" >build-test.install.log 2>&1 &&
+	printf '#include <ptscope/packets.h>\n#include <ptscope/perfdata.h>\n#include <ptscope/topa.h>\n#include <ptscope/windows.h>\n#include <ptscope/model.h>\n#include <ptscope/decoder.h>\n#include <ptscope/coverage.h>\nint main(void) { return pts_strerror(0) == 0; }\n' |
+	cc -std=c11 -Wall -Werror -I"$dest/usr/local/include" -x c - \
+		-L"$dest/usr/local/lib/x86_64-linux-gnu" -lptscope -lcapstone -lelf -lxxhash -o "$dest/check"; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	echo "install check failed (build-test.install.log)"
+fi
+rm -rf "$dest"
+
 fuzz_seconds=${PTS_FUZZ_SECONDS:-30}
 if [ "$fuzz_seconds" != 0 ] && [ -x tests/fuzz/run_fuzzers.sh ]; then
 	echo "=== libFuzzer, ${fuzz_seconds}s per target"
