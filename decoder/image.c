@@ -60,6 +60,7 @@ void pts_image_free(struct pts_image *img)
 	for (size_t i = 0; i < img->nspaces; i++) {
 		free(img->spaces[i].maps);
 		free(img->spaces[i].syms);
+		free(img->spaces[i].fns);
 	}
 	free(img->spaces);
 	for (size_t i = 0; i < img->nblobs; i++) {
@@ -336,19 +337,25 @@ static const char *keep_name(struct pts_image *img, const char *name)
 }
 
 int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
-			 const char *name, uint64_t addr, uint64_t size)
+			 const char *name, uint64_t addr, uint64_t size,
+			 bool function)
 {
 	struct pts_space *s = space_get(img, cr3);
 	if (!s)
 		return -PTS_ERR_NOMEM;
 	int err = grow((void **)&s->syms, &s->capsyms, s->nsyms + 1,
 		       sizeof(*s->syms));
+	if (!err && function)
+		err = grow((void **)&s->fns, &s->capfns, s->nfns + 1,
+			   sizeof(*s->fns));
 	if (err)
 		return err;
 	const char *kept = keep_name(img, name);
 	if (!kept)
 		return -PTS_ERR_NOMEM;
 	s->syms[s->nsyms++] = (struct pts_symbol){addr, size, kept};
+	if (function)
+		s->fns[s->nfns++] = (struct pts_symbol){addr, size, kept};
 	return 0;
 }
 
@@ -363,17 +370,26 @@ static int sym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Sorts @n symbols by address, keeps one per address; returns how many. */
+static size_t sort_unique(struct pts_symbol *syms, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(syms, n, sizeof(*syms), sym_cmp);
+	size_t out = 1;
+	for (size_t i = 1; i < n; i++)
+		if (syms[i].addr != syms[out - 1].addr)
+			syms[out++] = syms[i];
+	return out;
+}
+
 void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3)
 {
 	struct pts_space *s = (struct pts_space *)pts_image_space(img, cr3);
-	if (!s || !s->nsyms)
+	if (!s)
 		return;
-	qsort(s->syms, s->nsyms, sizeof(*s->syms), sym_cmp);
-	size_t out = 1;
-	for (size_t i = 1; i < s->nsyms; i++)
-		if (s->syms[i].addr != s->syms[out - 1].addr)
-			s->syms[out++] = s->syms[i];
-	s->nsyms = out;
+	s->nsyms = sort_unique(s->syms, s->nsyms);
+	s->nfns = sort_unique(s->fns, s->nfns);
 }
 
 static const struct pts_symbol *sym_at(const struct pts_space *s,
@@ -431,6 +447,6 @@ size_t pts_image_functions(const struct pts_image *img, uint64_t cr3,
 {
 	const struct pts_space *s = img ? pts_image_space(img, cr3) : NULL;
 	if (syms)
-		*syms = s ? s->syms : NULL;
-	return s ? s->nsyms : 0;
+		*syms = s ? s->fns : NULL;
+	return s ? s->nfns : 0;
 }

@@ -1,5 +1,5 @@
-/* Images from ELF files (program headers, function symbols) and the
- * command-line image specs. */
+/* Images from ELF files (program headers, function symbols and code labels)
+ * and the command-line image specs. */
 #include "internal.h"
 
 #include <gelf.h>
@@ -8,7 +8,23 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Loads the function symbols of one symbol table section. */
+/* Whether @sym is a code label perf would name code by: an STT_NOTYPE
+ * symbol with a name, defined in a section (not absolute), not hidden or
+ * internal, in an executable section (perf: in a section named *text*). */
+static bool is_code_label(Elf *elf, const GElf_Sym *sym)
+{
+	if (GELF_ST_TYPE(sym->st_info) != STT_NOTYPE ||
+	    sym->st_shndx == SHN_UNDEF || sym->st_shndx >= SHN_LORESERVE)
+		return false;
+	int vis = GELF_ST_VISIBILITY(sym->st_other);
+	if (vis == STV_HIDDEN || vis == STV_INTERNAL)
+		return false;
+	GElf_Shdr sh;
+	Elf_Scn *scn = elf_getscn(elf, sym->st_shndx);
+	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
+}
+
+/* Loads the function symbols and code labels of one symbol table section. */
 static int load_symtab(struct pts_image *img, uint64_t cr3, Elf *elf,
 		       Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias)
 {
@@ -21,22 +37,24 @@ static int load_symtab(struct pts_image *img, uint64_t cr3, Elf *elf,
 		if (!gelf_getsym(data, (int)i, &sym))
 			break;
 		int type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		bool function = type == STT_FUNC || type == STT_GNU_IFUNC;
+		if ((!function && !is_code_label(elf, &sym)) ||
 		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
 		const char *name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
 		int err = pts_image_add_symbol(img, cr3, name,
-					       sym.st_value + bias, sym.st_size);
+					       sym.st_value + bias, sym.st_size,
+					       function);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-/* Function symbols: .symtab when there is one (it is a superset), else
- * .dynsym (stripped libraries). */
+/* Function symbols and code labels: .symtab when there is one (it is a
+ * superset), else .dynsym (stripped libraries). */
 static int load_symbols(struct pts_image *img, uint64_t cr3, Elf *elf,
 			uint64_t bias)
 {

@@ -13,13 +13,16 @@ struct pts_mapping {
 };
 
 /* One address space: mappings sorted by address, never overlapping;
- * function symbols sorted by address, one per address. */
+ * symbols (functions and code labels) and function entries alone, each
+ * sorted by address, one per address. */
 struct pts_space {
 	uint64_t cr3;
 	struct pts_mapping *maps;
 	size_t nmaps, capmaps;
 	struct pts_symbol *syms;
 	size_t nsyms, capsyms;
+	struct pts_symbol *fns;
+	size_t nfns, capfns;
 };
 
 /* The mapping of @space that holds @addr, or NULL. */
@@ -30,11 +33,13 @@ const struct pts_mapping *pts_space_lookup(const struct pts_space *space,
 const struct pts_space *pts_image_space(const struct pts_image *img,
 					uint64_t cr3);
 
-/* Adds symbol @name at @addr to space @cr3 (the name is copied).
- * Call pts_image_sort_symbols() when a batch is complete. */
+/* Adds symbol @name at @addr to space @cr3 (the name is copied); a
+ * @function symbol is also a function entry (pts_image_functions()), a code
+ * label is not. Call pts_image_sort_symbols() when a batch is complete. */
 int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
-			 const char *name, uint64_t addr, uint64_t size);
-/* Sorts and deduplicates the symbols of space @cr3. */
+			 const char *name, uint64_t addr, uint64_t size,
+			 bool function);
+/* Sorts and deduplicates the symbols and function entries of space @cr3. */
 void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3);
 
 /* Maps @size bytes of a buffer the image set already owns at @addr. */

@@ -14,7 +14,18 @@
  *                 comes back on, yet a TIP follows): flow-in-enclave-gap;
  *   ovf-in-gap.pt an OVF inside that gap: ovf-in-enclave-gap;
  *   not-enclu.pt  the second EENTER's FUP (0x3a) points at 0x40012e, the
- *                 MOV before the ENCLU: with images, entry-not-enclu.
+ *                 MOV before the ENCLU: with images, entry-not-enclu;
+ *   unexplained.pt the TIP at 0x28 (the RET at 0x400137 to 0x400320)
+ *                 becomes TIP.PGD() + TIP.PGE(0x400320): with images the
+ *                 bare TIP.PGD binds to that RET, a near branch, which can
+ *                 only leave an IP filter range, and none is configured
+ *                 (and with User=1 no ring is left): unexplained-gap;
+ *   retstack.pt   that TIP and the TNT after it (0x2b, three taken bits)
+ *                 become OVF + FUP(0x400136) (the resync, after which no
+ *                 RET may be compressed, SDM 36.4.2.16) and one TNT with
+ *                 four taken bits: the first, for the RET at 0x400137,
+ *                 compressed right after the resync, finds the return
+ *                 stack empty (SDM 36.2.1.2): with images, retstack-empty.
  *
  * usage: make_windows_broken TRACE OUTDIR
  */
@@ -36,6 +47,11 @@ struct edit {
 	0x6d, (uint8_t)(ip), (uint8_t)((ip) >> 8), (uint8_t)((ip) >> 16),     \
 		(uint8_t)((ip) >> 24), 0, 0
 
+/* FUP with IPBytes 011. */
+#define FUP48(ip)                                                              \
+	0x7d, (uint8_t)(ip), (uint8_t)((ip) >> 8), (uint8_t)((ip) >> 16),     \
+		(uint8_t)((ip) >> 24), 0, 0
+
 static const struct edit edits[] = {
 	{"leak", 0x28, 3, {TIP48(0x500040), TIP48(0x400320)}, 14},
 	{"tnt-in-gap", 0x25, 0, {0x06}, 1},
@@ -43,6 +59,11 @@ static const struct edit edits[] = {
 	{"lost-pge", 0x25, 3, {0}, 0},
 	{"ovf-in-gap", 0x25, 0, {0x02, 0xf3}, 2},
 	{"not-enclu", 0x3b, 1, {0x2e}, 1},
+	/* TIP.PGD (IPBytes 000), TIP.PGE (IPBytes 001: 0x0320 on the last-IP
+	 * 0x400136). */
+	{"unexplained", 0x28, 3, {0x01, 0x31, 0x20, 0x03}, 4},
+	/* OVF, FUP (IPBytes 011), TNT.8 (four taken bits). */
+	{"retstack", 0x28, 4, {0x02, 0xf3, FUP48(0x400136), 0x3e}, 10},
 };
 
 static int write_case(const char *dir, const struct edit *e,

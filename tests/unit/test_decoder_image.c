@@ -4,6 +4,7 @@
 
 #include "check.h"
 
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,113 @@ static void test_elf(void)
 	CHECK(pts_image_symbol_find(img2, 0, "test_mem") == NULL);
 	pts_image_free(img2);
 	pts_image_free(img);
+}
+
+/* A hand-made ELF executable (as an assembler would leave a hand-written
+ * _start: no STT_FUNC for the labels): one PT_LOAD at 0x400000 holding
+ * .text (0x400080, 16 bytes, AX) and .data (0x400090, 8 bytes, WA). Its
+ * symbols: "fn" STT_FUNC [0x400080, +4); "lbl" STT_NOTYPE at 0x400084 in
+ * .text; and NOTYPE symbols perf does not name code by: "hid" (hidden, in
+ * .text), "dat" (in .data, not executable), "absv" (SHN_ABS). */
+static int write_label_elf(const char *path)
+{
+	static const char strtab[] = "\0fn\0lbl\0hid\0dat\0absv";
+	static const char shstrtab[] =
+		"\0.text\0.data\0.symtab\0.strtab\0.shstrtab";
+	enum { TEXT = 0x80, DATA = 0x90, STR = 0x98,
+	       SHSTR = STR + sizeof(strtab),
+	       SYM = (SHSTR + sizeof(shstrtab) + 7) & ~7,
+	       NSYM = 6, SHDR = SYM + NSYM * sizeof(Elf64_Sym), NSEC = 6 };
+	static uint8_t f[SHDR + NSEC * sizeof(Elf64_Shdr)];
+	memset(f, 0, sizeof(f));
+	Elf64_Ehdr eh = {
+		.e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64,
+			    ELFDATA2LSB, EV_CURRENT},
+		.e_type = ET_EXEC, .e_machine = EM_X86_64,
+		.e_version = EV_CURRENT, .e_entry = 0x400080,
+		.e_phoff = sizeof(Elf64_Ehdr), .e_shoff = SHDR,
+		.e_ehsize = sizeof(Elf64_Ehdr),
+		.e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 1,
+		.e_shentsize = sizeof(Elf64_Shdr), .e_shnum = NSEC,
+		.e_shstrndx = 5,
+	};
+	Elf64_Phdr ph = {.p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+			 .p_vaddr = 0x400000, .p_paddr = 0x400000,
+			 .p_filesz = DATA + 8, .p_memsz = DATA + 8,
+			 .p_align = 0x1000};
+	memcpy(f, &eh, sizeof(eh));
+	memcpy(f + eh.e_phoff, &ph, sizeof(ph));
+	memset(f + TEXT, 0x90, 16); /* nops */
+	memcpy(f + STR, strtab, sizeof(strtab));
+	memcpy(f + SHSTR, shstrtab, sizeof(shstrtab));
+	const Elf64_Sym syms[NSYM] = {
+		{0},
+		{1, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), STV_DEFAULT, 1,
+		 0x400080, 4},
+		{4, ELF64_ST_INFO(STB_LOCAL, STT_NOTYPE), STV_DEFAULT, 1,
+		 0x400084, 0},
+		{8, ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), STV_HIDDEN, 1,
+		 0x400088, 0},
+		{12, ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), STV_DEFAULT, 2,
+		 0x400090, 0},
+		{16, ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), STV_DEFAULT,
+		 SHN_ABS, 0x40008c, 0},
+	};
+	memcpy(f + SYM, syms, sizeof(syms));
+	const Elf64_Shdr sh[NSEC] = {
+		{0},
+		{1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 0x400080, TEXT,
+		 16, 0, 0, 1, 0},
+		{7, SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, 0x400090, DATA, 8, 0,
+		 0, 1, 0},
+		{13, SHT_SYMTAB, 0, 0, SYM, sizeof(syms), 4, 1, 8,
+		 sizeof(Elf64_Sym)},
+		{21, SHT_STRTAB, 0, 0, STR, sizeof(strtab), 0, 0, 1, 0},
+		{29, SHT_STRTAB, 0, 0, SHSTR, sizeof(shstrtab), 0, 0, 1, 0},
+	};
+	memcpy(f + SHDR, sh, sizeof(sh));
+	FILE *out = fopen(path, "wb");
+	if (!out)
+		return -1;
+	size_t n = fwrite(f, 1, sizeof(f), out);
+	return fclose(out) == 0 && n == sizeof(f) ? 0 : -1;
+}
+
+/* STT_NOTYPE symbols in executable sections name code (as perf does for
+ * assembler labels); they are not function entries. */
+static void test_elf_labels(void)
+{
+	char path[] = "/tmp/pts_test_labelsXXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(write_label_elf(path) == 0);
+	struct pts_image *img = pts_image_new();
+	CHECK(pts_image_add_elf(img, 0, path, 0) == 1);
+	const struct pts_symbol *fn = pts_image_symbol_find(img, 0, "fn");
+	const struct pts_symbol *lbl = pts_image_symbol_find(img, 0, "lbl");
+	CHECK(fn && fn->addr == 0x400080 && fn->size == 4);
+	CHECK(lbl && lbl->addr == 0x400084 && lbl->size == 0);
+	CHECK(pts_image_symbol_at(img, 0, 0x400083) == fn);
+	CHECK(pts_image_symbol_at(img, 0, 0x400084) == lbl);
+	/* No size: the label runs on; the hidden one does not cut it. */
+	CHECK(pts_image_symbol_at(img, 0, 0x40008a) == lbl);
+	CHECK(pts_image_symbol_at(img, 0, 0x40007f) == NULL);
+	CHECK(pts_image_symbol_find(img, 0, "hid") == NULL);
+	CHECK(pts_image_symbol_find(img, 0, "dat") == NULL);
+	CHECK(pts_image_symbol_find(img, 0, "absv") == NULL);
+	/* Function entries: STT_FUNC only. */
+	const struct pts_symbol *fns;
+	CHECK(pts_image_functions(img, 0, &fns) == 1);
+	CHECK(fns && fns[0].addr == 0x400080 && strcmp(fns[0].name, "fn") == 0);
+	/* At a base, labels move with the code. */
+	struct pts_image *img2 = pts_image_new();
+	CHECK(pts_image_add_elf(img2, 0, path, 0x10000000) == 1);
+	lbl = pts_image_symbol_at(img2, 0, 0x10000084);
+	CHECK(lbl && strcmp(lbl->name, "lbl") == 0);
+	pts_image_free(img2);
+	pts_image_free(img);
+	unlink(path);
 }
 
 struct case_ {
@@ -216,6 +324,7 @@ int main(void)
 	test_mem();
 	test_raw();
 	test_elf();
+	test_elf_labels();
 	test_classify();
 	return pts_check_exit();
 }

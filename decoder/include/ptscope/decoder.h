@@ -64,7 +64,8 @@ void pts_image_free(struct pts_image *img);
 
 /* Maps the PT_LOAD segments of the ELF file @path (their file bytes; a
  * segment's zero-filled tail is not code and is left unmapped) and loads its
- * function symbols (.symtab, else .dynsym). @base 0 maps at the link
+ * code symbols (.symtab, else .dynsym): functions, and code labels (STT_NOTYPE
+ * in an executable section, as perf resolves them). @base 0 maps at the link
  * addresses; another @base puts the lowest PT_LOAD address at @base (ptxed's
  * --elf FILE:BASE) and shifts symbols alike.
  * Returns the number of segments mapped (> 0).
@@ -119,14 +120,14 @@ int pts_image_fetch(const struct pts_image *img, uint64_t cr3, uint64_t addr,
  * code compare it to know when to drop what they hold. */
 uint64_t pts_image_generation(const struct pts_image *img);
 
-/* The function symbol that contains @addr (addr in [sym.addr, sym.addr +
+/* The code symbol (function or label) that contains @addr (addr in [sym.addr, sym.addr +
  * size), or the nearest one below @addr when the table gives no size), in
  * space @cr3 then the default space. NULL when there is none. The pointer is
  * valid until the next pts_image_add_*(). */
 const struct pts_symbol *pts_image_symbol_at(const struct pts_image *img,
 					     uint64_t cr3, uint64_t addr);
 
-/* The first function symbol named @name (space @cr3, then default). NULL
+/* The first code symbol (function or label) named @name (space @cr3, then default). NULL
  * when there is none. Valid until the next pts_image_add_*(). */
 const struct pts_symbol *pts_image_symbol_find(const struct pts_image *img,
 					       uint64_t cr3, const char *name);
