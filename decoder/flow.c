@@ -237,6 +237,7 @@ static void load_tnt(struct pts_flow *f)
 	const struct pts_packet *p = pts_flow_pop(f);
 	f->tnt_bits = p->u.tnt.bits;
 	f->tnt_count = p->u.tnt.count;
+	f->tnt_offset = p->offset;
 }
 
 /* The return addresses of the calls @b follows, in order. */
@@ -465,7 +466,7 @@ static void compressed_ret(struct pts_flow *f, uint64_t ip)
 		return;
 	}
 	if (!f->rs_len) {
-		pts_flow_error(f, -PTS_ERR_RETSTACK_EMPTY, ip);
+		pts_flow_error_tnt(f, -PTS_ERR_RETSTACK_EMPTY, ip);
 		return;
 	}
 	f->ip = f->retstack[f->rs_top];

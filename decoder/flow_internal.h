@@ -72,6 +72,7 @@ struct pts_flow {
 	uint8_t mode;
 	uint8_t nr;
 	uint64_t tnt_bits; /* pending TNT results, oldest at bit tnt_count-1 */
+	uint64_t tnt_offset; /* stream offset of the TNT packet they came from */
 	unsigned tnt_count;
 	uint64_t offset;   /* offset of the last packet consumed */
 	uint64_t disabled_at; /* IP where tracing stopped, for "resumed" */
@@ -137,6 +138,9 @@ struct pts_flow_rec *pts_flow_event(struct pts_flow *f, int type, uint64_t ip,
 /* Emits an error at @ip (offset: the head packet's, else the last one) and
  * drops to ST_NOSYNC: decoding resumes at the next PSB. */
 void pts_flow_error(struct pts_flow *f, int err, uint64_t ip);
+/* The same, for an error a TNT bit revealed: reported at the offset of the
+ * TNT packet the bit came from, not at the packet that follows it. */
+void pts_flow_error_tnt(struct pts_flow *f, int err, uint64_t ip);
 
 /* One step in the states that do not walk code. */
 void pts_flow_step_nosync(struct pts_flow *f);

@@ -33,17 +33,27 @@ struct pts_flow_rec *pts_flow_event(struct pts_flow *f, int type, uint64_t ip,
 	return r;
 }
 
-void pts_flow_error(struct pts_flow *f, int err, uint64_t ip)
+static void error_at(struct pts_flow *f, int err, uint64_t ip, uint64_t offset)
 {
 	struct pts_flow_rec *r = pts_flow_emit(f, PTS_FLOW_ERROR);
-	const struct pts_packet *head = pts_flow_peek(f, 0);
-	r->offset = head ? head->offset : f->offset;
+	r->offset = offset;
 	r->ip = ip;
 	r->error = (int16_t)err;
 	f->stats.errors++;
 	f->st = ST_NOSYNC;
 	f->tnt_count = 0;
 	f->rs_len = 0;
+}
+
+void pts_flow_error(struct pts_flow *f, int err, uint64_t ip)
+{
+	const struct pts_packet *head = pts_flow_peek(f, 0);
+	error_at(f, err, ip, head ? head->offset : f->offset);
+}
+
+void pts_flow_error_tnt(struct pts_flow *f, int err, uint64_t ip)
+{
+	error_at(f, err, ip, f->tnt_offset);
 }
 
 void pts_flow_step_nosync(struct pts_flow *f)
