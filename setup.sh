@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")"
 
 packages="gcc meson ninja-build pkg-config python3 libipt-dev libcapstone-dev
-libxxhash-dev libelf-dev clang libclang-rt-14-dev"
+libxxhash-dev libelf-dev libzstd-dev clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

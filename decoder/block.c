@@ -7,6 +7,7 @@
  * once (cheap, and no block can be referenced across a flush point). */
 #include "internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@
 struct chunk {
 	struct chunk *next;
 	size_t used;
-	_Alignas(16) uint8_t mem[CHUNK_SIZE];
+	_Alignas(64) uint8_t mem[CHUNK_SIZE];
 };
 
 struct pts_block_cache {
@@ -95,15 +96,20 @@ uint64_t pts_block_cache_built(const struct pts_block_cache *cache)
 	return cache->built;
 }
 
-static void *arena_alloc(struct pts_block_cache *c, size_t size)
+/* @size bytes aligned to @align (16 or 64: a block's hot part is one
+ * cache line; chunks are 64-aligned, from aligned_alloc). */
+static void *arena_alloc_aligned(struct pts_block_cache *c, size_t size,
+				 size_t align)
 {
 	size = (size + 15) & ~(size_t)15;
 	struct chunk *ch = c->chunks;
-	if (!ch || CHUNK_SIZE - ch->used < size) {
+	if (ch)
+		ch->used = (ch->used + align - 1) & ~(align - 1);
+	if (!ch || ch->used > CHUNK_SIZE || CHUNK_SIZE - ch->used < size) {
 		ch = c->spare;
 		if (ch)
 			c->spare = ch->next;
-		else if (!(ch = malloc(sizeof(*ch))))
+		else if (!(ch = aligned_alloc(64, sizeof(*ch))))
 			return NULL;
 		ch->used = 0;
 		ch->next = c->chunks;
@@ -113,6 +119,19 @@ static void *arena_alloc(struct pts_block_cache *c, size_t size)
 	void *p = ch->mem + ch->used;
 	ch->used += size;
 	return p;
+}
+
+static void *arena_alloc(struct pts_block_cache *c, size_t size)
+{
+	return arena_alloc_aligned(c, size, 16);
+}
+
+uint64_t pts_run_id_new(void)
+{
+	/* Starts at 1: run 0 means "no id". Relaxed: only uniqueness
+	 * matters. */
+	static _Atomic uint64_t next = 1;
+	return atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
 }
 
 void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size)
@@ -245,17 +264,17 @@ int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
 		return n;
 	cache->built++;
 	size_t nn = (size_t)n, ns = cache->nsegs;
-	/* Block, links, ips, segs, sizes: each part stays aligned. */
-	struct pts_block *b = arena_alloc(
-		cache, sizeof(*b) + ns * sizeof(struct pts_block *) + nn * 9 +
-			       ns * 2);
+	/* Block with its ips, then links, segs, sizes: each part stays
+	 * aligned. */
+	struct pts_block *b = arena_alloc_aligned(
+		cache, sizeof(*b) + nn * 9 + ns * (sizeof(struct pts_block *) + 2),
+		64);
 	if (!b)
 		return -PTS_ERR_NOMEM;
 	memset(b, 0, sizeof(*b));
-	b->seglink = (struct pts_block **)(b + 1);
+	b->seglink = (struct pts_block **)(b->ips + nn);
 	memset(b->seglink, 0, ns * sizeof(struct pts_block *));
-	b->ips = (uint64_t *)(b->seglink + ns);
-	b->segs = (uint16_t *)(b->ips + nn);
+	b->segs = (uint16_t *)(b->seglink + ns);
 	b->sizes = (uint8_t *)(b->segs + ns);
 	memcpy(b->ips, cache->ips, nn * sizeof(uint64_t));
 	memcpy(b->sizes, cache->sizes, nn);
@@ -270,6 +289,8 @@ int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
 	b->last_class = last.iclass;
 	b->last_flags = last.flags;
 	b->target = last.target;
+	b->next = cache->ips[n - 1] + cache->sizes[n - 1];
+	b->id = pts_run_id_new();
 	b->hnext = cache->table[s];
 	cache->table[s] = b;
 	cache->count++;

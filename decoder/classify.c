@@ -221,6 +221,19 @@ static int class_0f(const uint8_t *b, size_t n, size_t i, bool prefixed,
 	}
 }
 
+/* Whether @b (@len bytes, prefixes included) starts with VMLAUNCH
+ * (0F 01 C2) or VMRESUME (0F 01 C3): the VM entries of erratum SKD022.
+ * The flow walker asks this only on the rare async-disable path, so it
+ * reads the bytes rather than giving the two their own class. */
+bool pts_insn_is_vmentry(const uint8_t *b, size_t len, int mode)
+{
+	struct prefixes p;
+	scan_prefixes(b, len, mode, &p);
+	size_t i = p.op;
+	return i + 3 <= len && b[i] == 0x0f && b[i + 1] == 0x01 &&
+	       (b[i + 2] == 0xc2 || b[i + 2] == 0xc3);
+}
+
 /* Class (and target position) from the opcode bytes of a decoded insn. */
 static int classify_bytes(const uint8_t *b, size_t n, const struct prefixes *p,
 			  size_t *disp_at, uint8_t *flags)

@@ -9,11 +9,19 @@
  * whatever comes next. After that a run costs one lookup in an
  * open-addressing table plus the edges themselves.
  *
- * A run is keyed by a hash of all its addresses (plus space and mode):
- * the walker may hand out runs that go through conditional branches, so
- * the first address and the count do not fix what lies between. XXH3 over
- * a few dozen addresses costs nanoseconds; a 64-bit collision that also
- * matches first address, count, space and mode is not a practical worry. */
+ * A run is keyed by its run id (pts_flow_rec.run): the walker gives every
+ * run of its cache a process-wide unique id, so the lookup is one
+ * multiplication and one compare, whatever the run's length. Records
+ * without an id (made by hand) are keyed by a hash of all their addresses
+ * (plus space and mode) instead: the walker may hand out runs that go
+ * through conditional branches, so the first address and the count do not
+ * fix what lies between. A 64-bit XXH3 collision that also matches first
+ * address, count, space and mode is not a practical worry.
+ *
+ * The bitmap hash of an edge is the XOR of one half per end
+ * (pts_cov_edge_hash()), so each run keeps the half of its last address as
+ * a source and of its first as a destination: the edge between two runs
+ * costs one XOR. */
 #include <ptscope/coverage.h>
 
 #include <stdbool.h>
@@ -27,15 +35,22 @@
 #define DEFAULT_CACHE_BYTES ((size_t)64 << 20)
 #define MIN_TABLE 1024
 
+/* run.state */
+enum { RUN_FREE, RUN_BY_ID, RUN_BY_HASH };
+
 /* A classified run. @inner edges start at @first in the pool. */
 struct run {
-	uint64_t key, ip, last, cr3;
-	uint32_t n;
+	uint64_t key;   /* run id, or the hash of the addresses */
+	uint64_t last;  /* the last instruction */
 	uint32_t first;
+	uint32_t src_half, dst_half; /* edge hash halves of @last, @ip */
 	uint16_t ninner;
-	uint8_t mode;
-	uint8_t state; /* 0 free, 1 used */
+	uint8_t state;  /* RUN_* */
 	uint8_t branch; /* the last instruction is a branch */
+	/* RUN_BY_HASH only: what the hash must match besides. */
+	uint64_t ip, cr3;
+	uint32_t n;
+	uint8_t mode;
 };
 
 struct inner {
@@ -75,6 +90,10 @@ struct pts_cov {
 	bool on;      /* an instruction ran since tracing (re)started */
 	bool pending; /* @last is a branch waiting for its destination */
 	uint64_t last; /* last traced instruction (or the FUP address) */
+	uint32_t last_half; /* edge hash half of @last as a source */
+	/* Edges go anywhere but to the bitmap (filter, sink, counts): the
+	 * one test on the fast path. */
+	bool slow_edges;
 
 	struct pts_cov_edge batch[EDGE_BATCH];
 	size_t nbatch;
@@ -119,6 +138,8 @@ int pts_cov_new(const struct pts_cov_config *config,
 	c->limit = config->cache_bytes ? config->cache_bytes
 				       : DEFAULT_CACHE_BYTES;
 	c->bmask = size - 1;
+	c->slow_edges = c->n_ranges ||
+			(c->flags & (PTS_COV_EDGES | PTS_COV_UNIQUE));
 	c->rmask = MIN_TABLE - 1;
 	c->runs = calloc(MIN_TABLE, sizeof(*c->runs));
 	c->cls = pts_insn_classifier_new();
@@ -228,18 +249,35 @@ static bool in_ranges(const struct pts_cov *c, uint64_t a)
 	return false;
 }
 
-/* The one place an edge goes out: filter, bitmap, sink, counts. */
-static inline void edge(struct pts_cov *c, uint64_t src, uint64_t dst,
-			uint32_t hash)
+/* The edge hash half of @a as a source and as a destination:
+ * pts_cov_edge_hash(s, d) == src_half(s) ^ dst_half(d) (the hash XORs a
+ * term per end, and address 0 makes a zero term). */
+static inline uint32_t src_half(uint64_t a)
+{
+	return pts_cov_edge_hash(a, 0);
+}
+
+static inline uint32_t dst_half(uint64_t a)
+{
+	return pts_cov_edge_hash(0, a);
+}
+
+static inline void bitmap_hit(struct pts_cov *c, uint32_t hash)
+{
+	uint8_t *b = &c->bitmap[hash & c->bmask];
+	*b = (uint8_t)(*b + (*b != 255));
+}
+
+/* An edge that goes anywhere but to the bitmap: filter, sink, counts. */
+static void edge_slow(struct pts_cov *c, uint64_t src, uint64_t dst,
+		      uint32_t hash)
 {
 	if (c->n_ranges &&
 	    !in_ranges(c, src != PTS_COV_OFF ? src : dst))
 		return;
 	c->st.edges++;
-	if (c->bitmap) {
-		uint8_t *b = &c->bitmap[hash & c->bmask];
-		*b = (uint8_t)(*b + (*b != 255));
-	}
+	if (c->bitmap)
+		bitmap_hit(c, hash);
 	if (c->flags & PTS_COV_EDGES) {
 		c->batch[c->nbatch++] = (struct pts_cov_edge){src, dst};
 		if (c->nbatch == EDGE_BATCH)
@@ -250,11 +288,23 @@ static inline void edge(struct pts_cov *c, uint64_t src, uint64_t dst,
 							 no memory */
 }
 
+/* The one place an edge goes out. */
+static inline void edge(struct pts_cov *c, uint64_t src, uint64_t dst,
+			uint32_t hash)
+{
+	if (c->slow_edges) {
+		edge_slow(c, src, dst, hash);
+		return;
+	}
+	c->st.edges++;
+	if (c->bitmap)
+		bitmap_hit(c, hash);
+}
+
 static void stop(struct pts_cov *c)
 {
 	if (c->on)
-		edge(c, c->last, PTS_COV_OFF,
-		     pts_cov_edge_hash(c->last, PTS_COV_OFF));
+		edge(c, c->last, PTS_COV_OFF, c->last_half ^ dst_half(PTS_COV_OFF));
 	c->on = false;
 	c->pending = false;
 }
@@ -263,17 +313,34 @@ static void stop(struct pts_cov *c)
 static inline void resolve(struct pts_cov *c, uint64_t ip)
 {
 	if (c->pending)
-		edge(c, c->last, ip, pts_cov_edge_hash(c->last, ip));
+		edge(c, c->last, ip, c->last_half ^ dst_half(ip));
 	c->pending = false;
+}
+
+/* @ip is now the last traced instruction. */
+static inline void set_last(struct pts_cov *c, uint64_t ip)
+{
+	c->last = ip;
+	c->last_half = src_half(ip);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Run cache.                                                               */
 
+/* The key of @rec: its run id, else a hash of its addresses. */
 static inline uint64_t run_key(const struct pts_flow_rec *rec)
 {
+	if (rec->run)
+		return rec->run;
 	return XXH3_64bits_withSeed(rec->ips, rec->n * sizeof(uint64_t),
 				    rec->cr3 ^ rec->mode);
+}
+
+/* The first slot to probe for @key: ids are small consecutive numbers,
+ * so they are mixed (a multiplicative hash) before masking. */
+static inline size_t run_slot(uint64_t key, size_t mask)
+{
+	return (size_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & mask;
 }
 
 static void cache_flush(struct pts_cov *c)
@@ -300,7 +367,7 @@ static int cache_grow(struct pts_cov *c)
 		const struct run *r = &c->runs[i];
 		if (!r->state)
 			continue;
-		size_t k = r->key & (nsize - 1);
+		size_t k = run_slot(r->key, nsize - 1);
 		while (t[k].state)
 			k = (k + 1) & (nsize - 1);
 		t[k] = *r;
@@ -370,7 +437,7 @@ static int build(struct pts_cov *c, const struct pts_flow_rec *rec,
 		c->npool = first; /* cannot happen: runs are short */
 		return -PTS_ERR_INTERNAL;
 	}
-	size_t k = key & c->rmask;
+	size_t k = run_slot(key, c->rmask);
 	while (c->runs[k].state)
 		k = (k + 1) & c->rmask;
 	struct run *r = &c->runs[k];
@@ -381,9 +448,11 @@ static int build(struct pts_cov *c, const struct pts_flow_rec *rec,
 		.cr3 = rec->cr3,
 		.n = rec->n,
 		.first = (uint32_t)first,
+		.src_half = src_half(rec->ips[rec->n - 1]),
+		.dst_half = dst_half(rec->ips[0]),
 		.ninner = (uint16_t)(c->npool - first),
 		.mode = rec->mode,
-		.state = 1,
+		.state = rec->run ? RUN_BY_ID : RUN_BY_HASH,
 		.branch = last_branch,
 	};
 	c->rcount++;
@@ -395,13 +464,21 @@ static int build(struct pts_cov *c, const struct pts_flow_rec *rec,
 static inline struct run *lookup(struct pts_cov *c,
 				 const struct pts_flow_rec *rec, uint64_t key)
 {
+	size_t k = run_slot(key, c->rmask);
+	if (rec->run) {
+		for (; c->runs[k].state; k = (k + 1) & c->rmask) {
+			struct run *r = &c->runs[k];
+			if (r->key == key && r->state == RUN_BY_ID)
+				return r;
+		}
+		return NULL;
+	}
 	const uint64_t ip = rec->ips[0], last = rec->ips[rec->n - 1];
-	for (size_t k = key & c->rmask; c->runs[k].state;
-	     k = (k + 1) & c->rmask) {
+	for (; c->runs[k].state; k = (k + 1) & c->rmask) {
 		struct run *r = &c->runs[k];
-		if (r->key == key && r->ip == ip && r->n == rec->n &&
-		    r->last == last &&
-		    r->cr3 == rec->cr3 && r->mode == rec->mode)
+		if (r->key == key && r->state == RUN_BY_HASH && r->ip == ip &&
+		    r->n == rec->n && r->last == last && r->cr3 == rec->cr3 &&
+		    r->mode == rec->mode)
 			return r;
 	}
 	return NULL;
@@ -413,25 +490,42 @@ static inline struct run *lookup(struct pts_cov *c,
 static int insns(struct pts_cov *c, const struct pts_flow_rec *rec)
 {
 	c->st.runs++;
-	const uint64_t ip = rec->ips[0];
-	if (!c->on)
-		edge(c, PTS_COV_OFF, ip, pts_cov_edge_hash(PTS_COV_OFF, ip));
-	else
-		resolve(c, ip);
-	c->on = true;
+	/* The walker's records (with a run id) hold ips[0] in @ip: no look
+	 * into the run. */
+	const uint64_t ip = rec->run ? rec->ip : rec->ips[0];
 	const uint64_t key = run_key(rec);
 	struct run *r = lookup(c, rec, key);
 	if (!r) {
 		int err = build(c, rec, key, &r);
 		if (err < 0) {
-			c->last = rec->ips[rec->n - 1];
+			if (!c->on)
+				edge(c, PTS_COV_OFF, ip,
+				     pts_cov_edge_hash(PTS_COV_OFF, ip));
+			else
+				resolve(c, ip);
+			c->on = true;
+			set_last(c, rec->ips[rec->n - 1]);
 			return err;
 		}
 	}
+	if (!c->on)
+		edge(c, PTS_COV_OFF, ip, src_half(PTS_COV_OFF) ^ r->dst_half);
+	else if (c->pending)
+		edge(c, c->last, ip, c->last_half ^ r->dst_half);
+	c->on = true;
 	const struct inner *in = c->pool + r->first;
-	for (unsigned i = 0; i < r->ninner; i++)
-		edge(c, in[i].src, in[i].dst, in[i].hash);
+	if (!c->slow_edges) {
+		/* Bitmap only: the edges are their hashes. */
+		c->st.edges += r->ninner;
+		if (c->bitmap)
+			for (unsigned i = 0; i < r->ninner; i++)
+				bitmap_hit(c, in[i].hash);
+	} else {
+		for (unsigned i = 0; i < r->ninner; i++)
+			edge(c, in[i].src, in[i].dst, in[i].hash);
+	}
 	c->last = r->last;
+	c->last_half = r->src_half;
 	c->pending = r->branch;
 	return 0;
 }
@@ -449,7 +543,7 @@ static void event(struct pts_cov *c, const struct pts_flow_rec *rec)
 		/* Tracing stops where execution stood (the FUP). */
 		if (c->on) {
 			resolve(c, rec->ip);
-			c->last = rec->ip;
+			set_last(c, rec->ip);
 		}
 		stop(c);
 		return;

@@ -6,6 +6,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The trace state as pts_flow_new() leaves it. */
+static void trace_state_init(struct pts_flow *f)
+{
+	f->qhead = f->qlen = 0;
+	f->ended = f->pkt_eos = false;
+	f->st = ST_NOSYNC;
+	f->ip = f->cr3 = 0;
+	f->mode = PTS_EXEC_64;
+	f->nr = 0;
+	f->tnt_bits = f->tnt_offset = 0;
+	f->tnt_count = 0;
+	f->offset = 0;
+	f->disabled_at = 0;
+	f->have_disabled_at = false;
+	memset(f->retstack, 0, sizeof(f->retstack));
+	memset(f->retlink, 0, sizeof(f->retlink));
+	f->rs_top = f->rs_len = 0;
+	f->idle = 0;
+	f->psb_was_enabled = f->psb_have_fup = false;
+	f->psb_ip = 0;
+	f->out = NULL;
+	f->out_n = f->out_max = 0;
+	f->pend_head = f->pend_len = 0;
+	f->link = NULL;
+}
+
 struct pts_flow *pts_flow_new(const struct pts_flow_config *config,
 			      const struct pts_image *img)
 {
@@ -20,6 +46,7 @@ struct pts_flow *pts_flow_new(const struct pts_flow_config *config,
 	struct pts_pkt_config pc = {0};
 	pc.cpu = config->cpu;
 	pc.base_offset = config->base_offset;
+	f->pkt_config = pc;
 	f->img = img;
 	f->img_gen = pts_image_generation(img);
 	f->cls = pts_insn_classifier_new();
@@ -36,10 +63,8 @@ struct pts_flow *pts_flow_new(const struct pts_flow_config *config,
 		f->filter_a[f->nfilter] = config->addr_a[n];
 		f->filter_b[f->nfilter++] = config->addr_b[n];
 	}
-	f->mode = PTS_EXEC_64;
-	f->st = ST_NOSYNC;
+	trace_state_init(f);
 	f->idle_limit = config->idle_limit ? config->idle_limit : IDLE_LIMIT;
-	f->path_gen = 1;
 	return f;
 }
 
@@ -59,6 +84,24 @@ void pts_flow_end(struct pts_flow *flow)
 		flow->ended = true;
 		pts_pkt_end(flow->pkt);
 	}
+}
+
+int pts_flow_reset(struct pts_flow *flow)
+{
+	if (!flow)
+		return -PTS_ERR_INVALID;
+	/* A new packet decoder: no carry bytes, last-IP or end mark of the
+	 * old trace can leak into the new one. */
+	struct pts_pkt_decoder *pkt = pts_pkt_decoder_new(&flow->pkt_config);
+	if (!pkt)
+		return -PTS_ERR_NOMEM;
+	pts_pkt_decoder_free(flow->pkt);
+	flow->pkt = pkt;
+	trace_state_init(flow);
+	uint64_t flushes = flow->stats.cache_flushes;
+	memset(&flow->stats, 0, sizeof(flow->stats));
+	flow->stats.cache_flushes = flushes;
+	return 0;
 }
 
 void pts_flow_get_stats(const struct pts_flow *flow,
@@ -173,35 +216,16 @@ static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 {
 	*out_rec(f) = (struct pts_flow_rec){
 		.offset = f->offset,
-		.ip = b->ips[from],
+		.ip = from ? b->ips[from] : b->ip,
 		.cr3 = b->cr3,
 		.ips = b->ips + from,
 		.sizes = b->sizes + from,
+		.run = pts_run_id(b->id, from, n),
 		.n = n,
 		.kind = PTS_FLOW_INSNS,
 		.mode = b->mode,
 	};
 	f->stats.insns += n;
-}
-
-/* Walks path @p: one record, @p->used TNT bits. */
-static inline void walk_path(struct pts_flow *f, const struct pts_flow_path *p)
-{
-	*out_rec(f) = (struct pts_flow_rec){
-		.offset = f->offset,
-		.ip = p->ips[0],
-		.cr3 = f->cr3,
-		.ips = p->ips,
-		.sizes = p->sizes,
-		.n = p->n,
-		.kind = PTS_FLOW_INSNS,
-		.mode = f->mode,
-	};
-	f->stats.insns += p->n;
-	f->tnt_count -= p->used;
-	f->ip = p->next_ip;
-	f->link = &p->last->succ[p->last_bit];
-	f->idle += p->used;
 }
 
 static void end_of_trace(struct pts_flow *f, uint64_t ip)
@@ -248,6 +272,13 @@ static void push_calls(struct pts_flow *f, struct pts_block *b)
 		if (b->segs[k] & PTS_SEG_PUSH)
 			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
 	}
+}
+
+/* The address of the last instruction of @b (not in its hot line: for
+ * the slow paths). */
+static inline uint64_t last_ip(const struct pts_block *b)
+{
+	return b->ips[b->n - 1];
 }
 
 static int take_tnt(struct pts_flow *f)
@@ -454,7 +485,7 @@ static void nonbranch(struct pts_flow *f, const struct pts_block *b,
 		r->arg = h->u.vmcs_base;
 	} else if (h->kind == PTS_PKT_TIP_PGD &&
 		   h->ipc == PTS_IPC_SUPPRESSED && is_mov_cr3(f, ip)) {
-		disable_at(f, ip, ip + b->sizes[b->n - 1]);
+		disable_at(f, ip, b->next);
 	}
 }
 
@@ -481,18 +512,20 @@ static void compressed_ret(struct pts_flow *f, uint64_t ip)
  * f->link at the link of @b that may know the next block. */
 static void resolve(struct pts_flow *f, struct pts_block *b)
 {
-	uint64_t ip = b->ips[b->n - 1];
-	uint64_t next = ip + b->sizes[b->n - 1], resume = 0;
+	uint64_t next = b->next, resume = 0, ip;
 	const struct pts_packet *h;
 	int bit;
-	switch (b->last_class) {
-	case PTS_INSN_JCC:
-		bit = need_tnt(f, ip);
+	if (b->last_class == PTS_INSN_JCC) {
+		/* The hot case: a pending bit, no look at the instruction. */
+		bit = f->tnt_count ? take_tnt(f) : need_tnt(f, last_ip(b));
 		if (bit >= 0) {
 			f->ip = bit ? b->target : next;
 			f->link = &b->succ[bit];
 		}
 		return;
+	}
+	ip = last_ip(b);
+	switch (b->last_class) {
 	case PTS_INSN_CALL:
 		if (!(b->last_flags & PTS_INSN_F_CALL0))
 			push_ret(f, next, &b->succ[0]);
@@ -560,6 +593,38 @@ static bool stop_ip(const struct pts_flow *f, const struct pts_packet *h,
 	return true;
 }
 
+static int next_block(struct pts_flow *f, struct pts_block **out);
+
+/* Whether the instruction at @ip is VMLAUNCH or VMRESUME. */
+static bool is_vmentry(const struct pts_flow *f, uint64_t ip)
+{
+	uint8_t b[15];
+	int n = pts_image_fetch(f->img, f->cr3, ip, b, sizeof(b));
+	return n > 0 && pts_insn_is_vmentry(b, (size_t)n, f->mode);
+}
+
+/* SKD022: a VM entry that clears TraceEn may send FUP + TIP.PGD as if
+ * tracing stopped asynchronously before the VMLAUNCH/VMRESUME at f->ip.
+ * As libipt (handle_erratum_skd022), the disable is taken as synchronous:
+ * the instruction executes, then a [disabled] with the TIP.PGD's IP. The
+ * FUP is consumed; the TIP.PGD is @n packets ahead, behind status packets
+ * that bind to the transfer. */
+static void skd022_disable(struct pts_flow *f, unsigned n)
+{
+	struct pts_block *b;
+	int err = next_block(f, &b);
+	if (err < 0) {
+		pts_flow_error(f, err, f->ip);
+		return;
+	}
+	/* VMLAUNCH/VMRESUME end a block: it is the block's only insn. */
+	deliver(f, b, 0, 1);
+	if (n)
+		transfer_status(f, f->ip, 0);
+	/* A far jump: libipt knows no IP to resume at. */
+	disable_at(f, f->ip, 0);
+}
+
 /* The event at the head binds here (f->ip): MODE.TSX and/or FUP, then an
  * optional TIP (async branch) or TIP.PGD (async disable). */
 static void async_event(struct pts_flow *f)
@@ -600,6 +665,10 @@ static void async_event(struct pts_flow *f)
 		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, at);
 		return;
 	}
+	if (f->errata.skd022 && is_vmentry(f, at)) {
+		skd022_disable(f, i);
+		return;
+	}
 	r = pts_flow_event(f, PTS_EV_ASYNC_DISABLED, at, t->offset);
 	if (t->ipc == PTS_IPC_SUPPRESSED)
 		r->flags = PTS_EV_F_IP_SUPPRESSED;
@@ -624,6 +693,18 @@ static int next_block(struct pts_flow *f, struct pts_block **out)
 		*out = b;
 		return 0;
 	}
+	/* Function entries and other indirect targets are few: a small
+	 * table keyed by a multiplicative hash of the IP finds most. */
+	struct pts_block **slot =
+		&f->ipmap[(f->ip * UINT64_C(0x9e3779b97f4a7c15)) >>
+			  (64 - IPMAP_BITS)];
+	if ((b = *slot) && b->ip == f->ip && b->cr3 == f->cr3 &&
+	    b->mode == f->mode) {
+		if (link)
+			*link = b;
+		*out = b;
+		return 0;
+	}
 	int err = pts_block_get(f->cache, f->img, f->cls, f->cr3, f->mode,
 				f->ip, &b);
 	if (err < 0)
@@ -632,8 +713,24 @@ static int next_block(struct pts_flow *f, struct pts_block **out)
 		f->cache_full = true;
 	if (link)
 		*link = b;
+	*slot = b;
 	*out = b;
 	return 0;
+}
+
+/* Starts loading both blocks @b may lead to (both lines each: the hot
+ * one, and the one with the id and the first addresses): which one comes
+ * is known only after the TNT bit, and a block cache larger than the CPU
+ * caches makes each step from block to block a memory access otherwise.
+ * Prefetching NULL is harmless. */
+static inline void prefetch_successors(const struct pts_block *b)
+{
+	/* As integers: no pointer arithmetic on NULL. */
+	uintptr_t s0 = (uintptr_t)b->succ[0], s1 = (uintptr_t)b->succ[1];
+	__builtin_prefetch((const void *)s0);
+	__builtin_prefetch((const void *)s1);
+	__builtin_prefetch((const void *)(s0 + 64));
+	__builtin_prefetch((const void *)(s1 + 64));
 }
 
 /* Whether the walk may take another block within this step: output room,
@@ -727,31 +824,34 @@ static void step_enabled(struct pts_flow *f)
 			pts_flow_error(f, err, f->ip);
 			return;
 		}
+		prefetch_successors(b);
 		if (careful) {
 			if (!walk_careful(f, b, have_stop, stop))
 				return;
 			continue;
 		}
-		if (b->last_class == PTS_INSN_JCC && !b->npush) {
-			/* The bits of a TNT at the head are needed at the end
-			 * of this block anyway: take them now, for a path. */
-			if (h && h->kind != PTS_PKT_TIP && h->u.tnt.count)
-				load_tnt(f);
-			const struct pts_flow_path *p =
-				f->tnt_count >= 2 ? pts_flow_path_get(f, b) : NULL;
-			if (p) {
-				walk_path(f, p);
-				if (f->idle > f->idle_limit) {
-					pts_flow_error(f, -PTS_ERR_NO_PROGRESS,
-						       f->ip);
-					return;
-				}
-				if (at_end(f))
-					return;
-				continue;
-			}
-		}
+		/* A TNT at the head is needed at the end of a block that ends
+		 * in a conditional branch: taken now, the block's record
+		 * carries its offset (the packet that decides the branch). */
+		if (h && h->kind != PTS_PKT_TIP && h->u.tnt.count &&
+		    b->last_class == PTS_INSN_JCC && !b->npush)
+			load_tnt(f);
 		deliver(f, b, 0, b->n);
+		if (b->last_class == PTS_INSN_JCC && f->tnt_count &&
+		    !b->npush) {
+			/* The hot case (loops): a conditional branch and a
+			 * bit pending for it. */
+			unsigned bit = (unsigned)take_tnt(f);
+			f->ip = bit ? b->target : b->next;
+			f->link = &b->succ[bit];
+			if (++f->idle > f->idle_limit) {
+				pts_flow_error(f, -PTS_ERR_NO_PROGRESS, f->ip);
+				return;
+			}
+			if (!f->tnt_count && at_end(f))
+				return;
+			continue;
+		}
 		if (b->npush)
 			push_calls(f, b);
 		if (++f->idle > f->idle_limit) {
@@ -799,9 +899,10 @@ int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
 			f->stats.cache_flushes++;
 			f->img_gen = gen;
 			f->link = NULL;
-			pts_flow_path_flush(f);
-			/* Return links point into the cache too. */
+			/* Return links and the IP table point into the
+			 * cache too. */
 			memset(f->retlink, 0, sizeof(f->retlink));
+			memset(f->ipmap, 0, sizeof(f->ipmap));
 			f->cache_full = false;
 		}
 	}

@@ -16,27 +16,12 @@
 #define PEND_CAP 64
 #define STEP_RECS 16
 #define RETSTACK_SIZE 64
+/* Entries of the walker's direct-mapped IP -> block table (a power of
+ * two): where no link knows the next block (indirect branch targets), it
+ * saves the block cache's hash lookup. */
+#define IPMAP_BITS 12
 /* Default for pts_flow_config.idle_limit. */
 #define IDLE_LIMIT (1u << 22)
-
-/* Walk paths (flow_path.c): TNT bits one path takes at most, and the
- * size of the direct-mapped path table. */
-#define PATH_BITS 8
-#define PATH_SLOT_BITS 12
-
-/* The blocks from @from that the TNT bits @bits (@avail of them, oldest
- * in bit avail-1) lead through: @used bits, @n instructions. */
-struct pts_flow_path {
-	const struct pts_block *from;
-	struct pts_block *last;     /* its link [@last_bit] knows what follows */
-	const uint64_t *ips;
-	const uint8_t *sizes;
-	uint64_t next_ip;           /* where the walk goes on */
-	uint32_t n;
-	uint32_t gen;               /* the flow's path_gen when built */
-	uint8_t avail, bits, used;  /* used 0: no path (walk the block) */
-	uint8_t last_bit;
-};
 
 /* A decode error of the packet layer, queued in stream order. */
 #define PKT_ERROR PTS_PKT_KIND_COUNT
@@ -55,6 +40,7 @@ struct pts_flow {
 	struct pts_insn_classifier *cls;
 	struct pts_block_cache *cache;
 	struct pts_pkt_decoder *pkt;
+	struct pts_pkt_config pkt_config; /* for pts_flow_reset() */
 	struct pts_errata errata;
 	/* IP filter ranges (SKL014). */
 	uint64_t filter_a[4], filter_b[4];
@@ -99,11 +85,10 @@ struct pts_flow {
 	 * lookup. NULL after a cache flush. */
 	struct pts_block **link;
 	bool cache_full;
+	/* Blocks by IP, a hint as the links are; emptied with the cache. */
+	struct pts_block *ipmap[1u << IPMAP_BITS];
 
 	struct pts_flow_stats stats;
-	/* Walk paths, direct-mapped; emptied with the block cache. */
-	struct pts_flow_path paths[1u << PATH_SLOT_BITS];
-	uint32_t path_gen;          /* starts at 1: zeroed entries never match */
 };
 
 /* Queue access: the @i-th packet ahead (NULL when not there). */
@@ -160,11 +145,5 @@ void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 		     uint64_t ip, uint8_t flags);
 
-/* The path from @b for the pending TNT bits (at least 2 pending), or NULL
- * when there is none worth taking. */
-const struct pts_flow_path *pts_flow_path_get(struct pts_flow *f,
-					      struct pts_block *b);
-/* Forgets all paths (the block cache was flushed). */
-void pts_flow_path_flush(struct pts_flow *f);
 
 #endif

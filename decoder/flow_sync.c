@@ -204,27 +204,125 @@ void pts_flow_step_psb(struct pts_flow *f)
 	pts_flow_pop(f);
 }
 
+/* The overflow errata look at most this many queued packets ahead of the
+ * OVF (timing, PAD and MNT packets are not queued): a step runs with at
+ * least LOOKAHEAD queued unless the trace ended, so the answer does not
+ * depend on how the input was chunked. Beyond it, as at the end of the
+ * trace, the scan "can't tell". */
+#define OVF_SCAN LOOKAHEAD
+
+/* Verdicts of the overflow scans. */
+enum { OVF_ENABLED, OVF_DISABLED, OVF_BAD };
+
+/* APL12: after OVF a FUP may come although the overflow resolved with
+ * tracing disabled. As libipt (apl12_tracing_is_disabled), the packets
+ * after the FUP at @fup tell: TIP.PGE or TraceStop say disabled; TNT,
+ * TIP, TIP.PGD say enabled; a PSB+ says enabled iff it holds a FUP; OVF,
+ * packet errors and the end of what may be looked at can't tell
+ * (enabled); PSBEND is out of context; anything else is skipped. */
+static int apl12_scan(const struct pts_flow *f, unsigned fup)
+{
+	const struct pts_packet *p;
+	bool in_psb = false;
+	for (unsigned i = fup + 1; i < OVF_SCAN && (p = pts_flow_peek(f, i));
+	     i++) {
+		if (in_psb) {
+			if (p->kind == PTS_PKT_FUP)
+				return OVF_ENABLED;
+			if (p->kind == PTS_PKT_PSBEND)
+				return OVF_DISABLED;
+			if (p->kind == PTS_PKT_OVF || p->kind == PKT_ERROR)
+				return OVF_ENABLED;
+			continue;
+		}
+		switch (p->kind) {
+		case PTS_PKT_STOP: case PTS_PKT_TIP_PGE:
+			return OVF_DISABLED;
+		case PTS_PKT_TNT8: case PTS_PKT_TNT64: case PTS_PKT_TIP:
+		case PTS_PKT_TIP_PGD: case PTS_PKT_OVF: case PKT_ERROR:
+			return OVF_ENABLED;
+		case PTS_PKT_PSB:
+			in_psb = true;
+			break;
+		case PTS_PKT_PSBEND:
+			return OVF_BAD;
+		default:
+			break;
+		}
+	}
+	return OVF_ENABLED;
+}
+
+/* Resolves the OVF at the head with tracing off, consuming @n more packets
+ * after it (an erratum's spurious FUP or TIP.PGD and what precedes it). */
+static void ovf_disabled(struct pts_flow *f, uint64_t off, unsigned n)
+{
+	while (n--)
+		pts_flow_pop(f);
+	f->st = ST_DISABLED;
+	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_OVERFLOW, 0, off);
+	r->flags = PTS_EV_F_IP_SUPPRESSED;
+}
+
 void pts_flow_overflow(struct pts_flow *f)
 {
-	const struct pts_packet *ovf = pts_flow_pop(f);
+	const struct pts_packet *ovf = pts_flow_head(f);
 	uint64_t off = ovf->offset;
 	/* No return may be compressed across an overflow; TNT bits and
 	 * binding state from before it are void. */
 	f->rs_len = 0;
 	f->tnt_count = 0;
-	const struct pts_packet *next = pts_flow_peek(f, 0);
-	struct pts_flow_rec *r;
-	if (next && next->kind == PTS_PKT_FUP &&
-	    next->ipc != PTS_IPC_SUPPRESSED) {
+	/* The OVF binds to a FUP right after it (timing packets are not
+	 * queued): the overflow resolved with tracing on. */
+	const struct pts_packet *next = pts_flow_peek(f, 1);
+	int kind = next ? next->kind : -1;
+	if (kind == PTS_PKT_FUP && next->ipc != PTS_IPC_SUPPRESSED) {
+		int v = f->errata.apl12 ? apl12_scan(f, 1) : OVF_ENABLED;
+		if (v == OVF_DISABLED) {
+			ovf_disabled(f, off, 2); /* drop the FUP */
+			return;
+		}
+		if (v == OVF_BAD) {
+			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+			return;
+		}
+		pts_flow_pop(f);
 		f->ip = next->u.ip.ip;
 		pts_flow_pop(f);
 		f->st = ST_ENABLED;
-		r = pts_flow_event(f, PTS_EV_OVERFLOW, f->ip, off);
-	} else {
-		f->st = ST_DISABLED;
-		r = pts_flow_event(f, PTS_EV_OVERFLOW, 0, off);
-		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		pts_flow_event(f, PTS_EV_OVERFLOW, f->ip, off);
+		/* As the walker's at_end(): libipt reports the end of the
+		 * trace as soon as no packet is left, before walking on. */
+		if (!f->qlen && f->pkt_eos) {
+			pts_flow_event(f, PTS_EV_END, f->ip, f->offset);
+			f->st = ST_DONE;
+		}
+		return;
 	}
+	/* Packets that need tracing on cannot come before the FUP: as
+	 * libipt (pt_pkt_find_ovf_fup), they are out of context. The error
+	 * leaves the OVF at the head (reported at its offset) for the resync
+	 * to skip.
+	 * APL11: a TIP.PGD may follow the OVF although tracing was off.
+	 * libipt (apl11_apply) then searches from the OVF for the TIP.PGD,
+	 * skipping timing, PAD and MNT packets, and resumes after it with
+	 * tracing off; any other packet first means the erratum does not
+	 * apply. Those packets are not queued here, so the search ends at
+	 * the packet right after the OVF: it applies iff that is the TIP.PGD,
+	 * which is swallowed (no [disabled]). */
+	if (kind == PTS_PKT_TIP_PGD && f->errata.apl11) {
+		ovf_disabled(f, off, 2);
+		return;
+	}
+	if (kind == PTS_PKT_TNT8 || kind == PTS_PKT_TNT64 ||
+	    kind == PTS_PKT_TIP || kind == PTS_PKT_TIP_PGD ||
+	    kind == PTS_PKT_PSBEND) {
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+		return;
+	}
+	/* Anything else (or nothing): the overflow resolved with tracing
+	 * off; a TIP.PGE will say where it goes on. */
+	ovf_disabled(f, off, 1);
 }
 
 /* The IP of the FUP right after the head (for packets that bind to it). */

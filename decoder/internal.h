@@ -73,26 +73,51 @@ bool pts_parse_u64(const char *s, const char *end, uint64_t *value);
  * jumps and calls (the segments) and ends at the first instruction that
  * consults the trace or binds packets (anything but PLAIN, JMP and CALL),
  * at a cap, or before code that does not decode. The walker hands out
- * ips/sizes by pointer, one record per block. */
+ * ips/sizes by pointer, one record per block.
+ *
+ * The first 64 bytes (a block is 64-aligned) hold all the walker reads
+ * while it goes from block to block on TNT bits and TIPs: key, successor
+ * links, where the last instruction goes, the run arrays. The rest (hash
+ * chain, segments) is for building and for careful walks. */
 struct pts_block {
-	struct pts_block *hnext;   /* hash chain */
+	uint64_t ip;
 	struct pts_block *succ[2]; /* [0] fall-through / not taken,
-				      [1] taken direct target */
+				      [1] taken direct target: the walker
+				      follows these instead of hashing */
 	struct pts_block *ind;     /* last indirect / return target */
-	uint64_t ip, cr3;
 	uint64_t target;           /* last instruction's direct target */
-	uint64_t *ips;
-	uint8_t *sizes;
-	uint16_t *segs;            /* @nsegs followed branches, in order */
-	struct pts_block **seglink; /* per segment: the block its return
-				       address starts (calls; a hint) */
+	uint64_t next;             /* address after the last instruction */
+	uint64_t cr3;
 	uint32_t n;                /* >= 1 */
-	uint8_t nsegs;
-	uint8_t npush;             /* segments that push */
 	uint8_t mode;
 	uint8_t last_class;        /* enum pts_iclass of ips[n - 1] */
 	uint8_t last_flags;        /* PTS_INSN_F_* of ips[n - 1] */
+	uint8_t npush;             /* segments that push */
+	/* Cold: building, careful walks. */
+	uint64_t id;               /* run id base (pts_run_id_new()) */
+	uint8_t *sizes;
+	struct pts_block *hnext;   /* hash chain */
+	uint16_t *segs;            /* @nsegs followed branches, in order */
+	struct pts_block **seglink; /* per segment: the block its return
+				       address starts (calls; a hint) */
+	uint8_t nsegs;
+	/* The @n addresses follow the block (pts_block_ips()). */
+	_Alignas(8) uint64_t ips[];
 };
+
+/* A fresh run id base: process-wide, never reused, so that a coverage
+ * sink that outlives a walker, or serves several, never mistakes one run
+ * for another. Each block takes one. */
+uint64_t pts_run_id_new(void);
+
+/* pts_flow_rec.run of instructions [@from, @from + @n) of the block with
+ * id @id (@from < PTS_BLOCK_MAX_INSNS): one run id names one sequence of
+ * addresses. */
+#define PTS_RUN_SHIFT 20
+static inline uint64_t pts_run_id(uint64_t id, uint32_t from, uint32_t n)
+{
+	return id << PTS_RUN_SHIFT | (uint64_t)from << 10 | (n - 1);
+}
 
 struct pts_block_cache;
 
@@ -105,11 +130,15 @@ void pts_block_cache_flush(struct pts_block_cache *cache);
  * next point where no block is referenced. */
 bool pts_block_cache_full(const struct pts_block_cache *cache);
 /* @size bytes (16-aligned) that live until the next flush and count
- * against the bound (derived records such as walk paths). NULL on no
+ * against the bound (records derived from blocks). NULL on no
  * memory. */
 void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size);
 /* Number of blocks built with the classifier since creation. */
 uint64_t pts_block_cache_built(const struct pts_block_cache *cache);
+
+/* Whether the instruction bytes @b start with VMLAUNCH or VMRESUME
+ * (classify.c; for erratum SKD022). */
+bool pts_insn_is_vmentry(const uint8_t *b, size_t len, int mode);
 
 /* The block at @ip (space @cr3, @mode): from the cache, else decoded from
  * @img with @cls and added. Returns 0 (found) or 1 (built) and sets *@blk;

@@ -28,6 +28,7 @@ struct pts_win_model *pts_win_new(const struct pts_trace_config *cfg)
 	for (size_t i = 0; i < m->n_enclaves; i++)
 		if (m->enclaves[i].kind == PTS_ENCLAVE_DEBUG)
 			m->has_debug = 1;
+	pts_win_fast_init(m);
 	pts_time_init(&m->time,
 		      (m->cfg.known & PTS_CFG_CPUID15) ? m->cfg.cpuid_15_eax : 0,
 		      (m->cfg.known & PTS_CFG_CPUID15) ? m->cfg.cpuid_15_ebx : 0,
@@ -49,7 +50,7 @@ static void open_window(struct pts_win_model *m, uint64_t offset, uint8_t edge,
 			int has_ip, uint64_t ip)
 {
 	m->state = PTS_ST_ON;
-	memset(&m->win, 0, sizeof(m->win));
+	PTS_WIN_ZERO(&m->win);
 	pts_win_point_at(m, &m->win.begin, offset, edge, has_ip, ip);
 	m->has_ip = (uint8_t)(has_ip != 0);
 	m->last_ip = ip;
@@ -59,7 +60,7 @@ static void open_gap(struct pts_win_model *m, uint64_t offset, uint8_t edge,
 		     int has_ip, uint64_t ip)
 {
 	m->state = PTS_ST_OFF;
-	memset(&m->gap, 0, sizeof(m->gap));
+	PTS_WIN_ZERO(&m->gap);
 	pts_win_point_at(m, &m->gap.begin, offset, edge, has_ip, ip);
 	m->gap.lost_cause = 0xff;
 	m->gap.last_cbr = m->cbr;
@@ -452,78 +453,9 @@ static int is_ip_packet(uint8_t kind)
 	       kind == PTS_PKT_TIP_PGD || kind == PTS_PKT_FUP;
 }
 
-/* The packets that make most of a trace (PAD, TNT, TIP while on) change
- * nothing but the window's counters: handle them before anything else.
- * Returns 1 when @pkt was handled. */
-static inline int fast_path(struct pts_win_model *m,
-			    const struct pts_packet *pkt)
-{
-	if (m->state != PTS_ST_ON || m->in_psb)
-		return 0;
-	switch (pkt->kind) {
-	case PTS_PKT_PAD:
-		break;
-	/* Timing outside PSB+ while on only moves the clock. */
-	case PTS_PKT_MTC:
-	case PTS_PKT_CYC:
-	case PTS_PKT_TSC:
-		pts_time_packet(&m->time, pkt, 0);
-		break;
-	case PTS_PKT_TNT8:
-	case PTS_PKT_TNT64:
-		m->win.tnt_bits += pkt->u.tnt.count;
-		m->pip_fresh = 0;
-		break;
-	case PTS_PKT_TIP:
-		m->pip_fresh = 0;
-		/* The leak check needs a look at the IP, and so does a FUP +
-		 * TIP pair (a debug enclave's edges). */
-		if (m->has_production || m->has_fup ||
-		    pkt->ipc == PTS_IPC_SUPPRESSED)
-			return 0;
-		m->win.tips++;
-		m->has_fup = 0;
-		m->has_ip = 1;
-		m->last_ip = pkt->u.ip.ip;
-		break;
-	default:
-		return 0;
-	}
-	m->win.packets++;
-	return 1;
-}
-
-static int feed_slow(struct pts_win_model *m, const struct pts_packet *pkt);
-
-int pts_win_feed(struct pts_win_model *m, const struct pts_packet *pkt)
-{
-	if (!m || !pkt || m->ended)
-		return -PTS_ERR_INVALID;
-	if (fast_path(m, pkt))
-		return (int)m->q_len;
-	return feed_slow(m, pkt);
-}
-
-int pts_win_feed_batch(struct pts_win_model *m, const struct pts_packet *pkts,
-		       int n)
-{
-	if (!m || !pkts || n < 0 || m->ended)
-		return -PTS_ERR_INVALID;
-	for (int i = 0; i < n; i++) {
-		int ret;
-
-		if (fast_path(m, &pkts[i]))
-			continue;
-		ret = feed_slow(m, &pkts[i]);
-		if (ret < 0)
-			return ret;
-		if (ret > 0)
-			return i + 1;
-	}
-	return n;
-}
-
-static int feed_slow(struct pts_win_model *m, const struct pts_packet *pkt)
+/* One packet through the whole state machine (windows_fast.c sends the
+ * packets that cannot change PacketEn around it). */
+int pts_win_feed_slow(struct pts_win_model *m, const struct pts_packet *pkt)
 {
 	if (!m->started) {
 		m->started = 1;

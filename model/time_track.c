@@ -247,11 +247,26 @@ static int on_cyc(struct pts_time *t, uint64_t cyc)
 	return t->have_tsc;
 }
 
+/* A CYC: the estimate and both calibration counters move. */
+static inline int apply_cyc(struct pts_time *t, uint64_t cyc)
+{
+	int moved = on_cyc(t, cyc);
+
+	t->cal_cyc_mtc += cyc;
+	t->cal_cyc_tsc += cyc;
+	return moved;
+}
+
+/* An MTC: calibration first (it compares with the last MTC), then time. */
+static inline int apply_mtc(struct pts_time *t, uint8_t payload)
+{
+	cal_mtc(t, (uint32_t)payload << t->mtc_freq);
+	return on_mtc(t, payload);
+}
+
 int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 		    int in_psb)
 {
-	int moved = 0;
-
 	switch (pkt->kind) {
 	case PTS_PKT_TSC:
 		cal_tsc(t, extend_tsc(t, pkt->u.tsc), in_psb);
@@ -261,13 +276,9 @@ int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 		on_tma(t, pkt->u.tma.ctc, pkt->u.tma.fc);
 		return 0;
 	case PTS_PKT_MTC:
-		cal_mtc(t, (uint32_t)pkt->u.mtc_ctc << t->mtc_freq);
-		return on_mtc(t, pkt->u.mtc_ctc);
+		return apply_mtc(t, pkt->u.mtc_ctc);
 	case PTS_PKT_CYC:
-		moved = on_cyc(t, pkt->u.cyc);
-		t->cal_cyc_mtc += pkt->u.cyc;
-		t->cal_cyc_tsc += pkt->u.cyc;
-		return moved;
+		return apply_cyc(t, pkt->u.cyc);
 	case PTS_PKT_CBR:
 		cal_cbr(t, pkt->u.cbr.ratio, in_psb);
 		if (pkt->u.cbr.ratio)
@@ -280,5 +291,22 @@ int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 		return 0;
 	default:
 		return 0;
+	}
+}
+
+void pts_time_packets(struct pts_time *t, const struct pts_packet *pkts,
+		      uint64_t which)
+{
+	for (; which; which &= which - 1) {
+		const struct pts_packet *p = &pkts[__builtin_ctzll(which)];
+
+		/* CYC and MTC are most of the timing packets: no dispatch
+		 * through a jump table for them. */
+		if (p->kind == PTS_PKT_CYC)
+			apply_cyc(t, p->u.cyc);
+		else if (p->kind == PTS_PKT_MTC)
+			apply_mtc(t, p->u.mtc_ctc);
+		else
+			pts_time_packet(t, p, 0);
 	}
 }

@@ -52,6 +52,12 @@ void pts_time_init(struct pts_time *t, uint32_t eax, uint32_t ebx,
 int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 		    int in_psb);
 
+/* Applies the timing packets @pkts[i] met outside PSB+ for each bit i set
+ * in @which, in stream order: as pts_time_packet(t, &pkts[i], 0) for each,
+ * minus the dispatch per packet (the windows model's fast path). */
+void pts_time_packets(struct pts_time *t, const struct pts_packet *pkts,
+		      uint64_t which);
+
 /* The current time: returns 1 and sets *@tsc, or 0 before the first TSC. */
 int pts_time_now(const struct pts_time *t, uint64_t *tsc);
 

@@ -262,14 +262,31 @@ static uint32_t candidates(const struct pts_win_model *m,
 	return mask;
 }
 
+/* Appends @s to @out (length *@len, NUL kept within @cap). */
+static void append(char *out, size_t *len, size_t cap, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*len + n >= cap)
+		n = cap - 1 - *len;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = '\0';
+}
+
+/* "one of: cpl disabled ...". Built by hand, not with snprintf: a trace
+ * may have a needs-images gap every few dozen packets. */
 static void list_causes(char *out, size_t cap, uint32_t mask)
 {
-	size_t len = (size_t)snprintf(out, cap, "one of:");
+	size_t len = 0;
 
-	for (int c = 0; c < PTS_GAP_CAUSE_COUNT && len < cap; c++)
-		if (mask & CAUSE_BIT(c))
-			len += (size_t)snprintf(out + len, cap - len, " %s",
-						pts_gap_cause_name(c));
+	out[0] = '\0';
+	append(out, &len, cap, "one of:");
+	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
+		if (mask & CAUSE_BIT(c)) {
+			append(out, &len, cap, " ");
+			append(out, &len, cap, pts_gap_cause_name(c));
+		}
 }
 
 static void unexplained(struct pts_win_model *m, struct pts_win_record *rec,

@@ -8,6 +8,7 @@
 #include "time_track.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #define PTS_ENCLU_SIZE 3        /* 0F 01 D7 */
 #define PTS_WIN_ENTRY_SITES 16  /* EENTER sites remembered */
@@ -15,6 +16,13 @@
 
 /* PacketEn as the model knows it. */
 enum pts_win_state { PTS_ST_OFF = 0, PTS_ST_ON = 1 };
+
+/* One packet kind in the fast path's tables (windows_fast.c). */
+struct pts_win_fast_kind {
+	uint64_t acc;      /* added per packet: counts in lanes, flags */
+	uint64_t tnt_mask; /* ~0 for TNT: the bits it adds */
+};
+enum { FAST_ON, FAST_OFF, FAST_GAP, FAST_TABLES };
 
 /* The window being built (PacketEn = 1). */
 struct pts_win_open {
@@ -94,7 +102,35 @@ struct pts_win_model {
 	struct pts_win_record scratch; /* where a dropped record goes */
 
 	struct pts_win_summary sum;
+
+	/* windows_fast.c: what each packet kind does in a fast run while on,
+	 * while off, and in a gap that has seen flow (indexed by the kind). */
+	struct pts_win_fast_kind fast[FAST_TABLES][256];
+	uint8_t no_fast; /* tests: every packet through the full model */
 };
+
+/* Clears the struct at @p (at most 256 bytes). memset of a struct of a few
+ * hundred bytes becomes `rep stos` under GCC's generic x86 tuning, whose
+ * start-up costs more than the stores themselves; a copy from a zero block
+ * stays plain vector stores. Records and gaps are cleared several times
+ * per enclave call. */
+extern const unsigned char pts_win_zeros[256];
+#define PTS_WIN_ZERO(p)                                                        \
+	do {                                                                   \
+		_Static_assert(sizeof(*(p)) <= sizeof(pts_win_zeros),          \
+			       "pts_win_zeros is too small");                  \
+		memcpy((p), pts_win_zeros, sizeof(*(p)));                      \
+	} while (0)
+
+/* enable_state.c: one packet through the full state machine; returns as
+ * pts_win_feed(). */
+int pts_win_feed_slow(struct pts_win_model *m, const struct pts_packet *pkt);
+
+/* windows_fast.c: builds the fast path's tables from the map (call once
+ * has_production and has_debug are set); pts_win_set_fast(m, 0) turns the
+ * fast path off, for the tests that compare it with the full model. */
+void pts_win_fast_init(struct pts_win_model *m);
+void pts_win_set_fast(struct pts_win_model *m, int on);
 
 /* enclave_map.c: lookups in the map; indices or -1. */
 int pts_enclave_find(const struct pts_win_model *m, uint64_t ip,

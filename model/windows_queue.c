@@ -18,7 +18,7 @@ struct pts_win_record *pts_win_push(struct pts_win_model *m, uint8_t type)
 		rec = &m->queue[(m->q_head + m->q_len) % PTS_WIN_QUEUE];
 		m->q_len++;
 	}
-	memset(rec, 0, sizeof(*rec));
+	PTS_WIN_ZERO(rec);
 	rec->type = type;
 	rec->enclave = -1;
 	return rec;

@@ -418,13 +418,18 @@ static int pts_dec_search(struct pts_pkt_decoder *dec, struct pts_input *in)
 /* ------------------------------------------------------------------------ */
 /* The API.                                                                  */
 
-int pts_pkt_next_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
-		       struct pts_packet *pkts, int max)
+/* pts_pkt_next_batch() (@counts NULL: packets into @pkts) and
+ * pts_pkt_count_batch() (@counts: a packet only adds 1 to @counts[kind];
+ * the slow path decodes into a scratch packet). */
+static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
+				struct pts_input *in, struct pts_packet *pkts,
+				uint64_t *counts, int max)
 {
 	struct pts_input none = {NULL, 0, 0};
+	struct pts_packet scratch;
 	int n = 0, r = 0;
 
-	if (!dec || !pkts || max <= 0)
+	if (!dec || (!pkts && !counts) || max <= 0)
 		return -PTS_ERR_INVALID;
 	if (!in)
 		in = &none;
@@ -444,33 +449,46 @@ int pts_pkt_next_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 		const uint8_t state0 = dec->state, clen0 = dec->clen;
 		const unsigned run0 = dec->run;
 		const int n0 = n;
+		struct pts_packet *const slot = counts ? &scratch : pkts + n;
 
 		switch (dec->state) {
 		case PTS_DEC_SYNCED:
 			if (dec->clen == 0 && dec->blk == 0 &&
 			    in->size - in->pos >= PTS_PKT_MAX) {
-				n += pts_fast_decode(&dec->fast, in, &dec->off,
-						     &dec->lip.ip, &dec->blk,
-						     pkts + n, max - n);
+				n += counts ? pts_fast_count(&dec->fast, in,
+							     &dec->off,
+							     &dec->lip.ip,
+							     &dec->blk, counts,
+							     max - n)
+					    : pts_fast_decode(&dec->fast, in,
+							      &dec->off,
+							      &dec->lip.ip,
+							      &dec->blk, slot,
+							      max - n);
 				/* Stopped short of the edge: a packet the
 				 * slow path must see. */
 				if (n > n0)
 					break;
 			}
-			r = pts_dec_one(dec, in, pkts + n);
-			if (r > 0)
+			r = pts_dec_one(dec, in, slot);
+			if (r > 0) {
 				n++;
+				if (counts)
+					counts[slot->kind]++;
+			}
 			break;
 		case PTS_DEC_SEARCH:
 			r = pts_dec_search(dec, in);
 			break;
 		case PTS_DEC_PSB:
-			pts_pkt_clear(pkts + n, dec->psb_off);
-			pkts[n].kind = PTS_PKT_PSB;
-			pkts[n].size = PTS_PSB_SIZE;
-			pts_dec_apply(dec, pkts + n);
+			pts_pkt_clear(slot, dec->psb_off);
+			slot->kind = PTS_PKT_PSB;
+			slot->size = PTS_PSB_SIZE;
+			pts_dec_apply(dec, slot);
 			dec->state = PTS_DEC_SYNCED;
 			n++;
+			if (counts)
+				counts[PTS_PKT_PSB]++;
 			r = 1;
 			break;
 		default:
@@ -494,6 +512,20 @@ int pts_pkt_next_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 	if (r < 0 && r != -PTS_ERR_AGAIN)
 		dec->pending = r;
 	return n;
+}
+
+int pts_pkt_next_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
+		       struct pts_packet *pkts, int max)
+{
+	return pkts ? pts_dec_batch(dec, in, pkts, NULL, max)
+		    : -PTS_ERR_INVALID;
+}
+
+int pts_pkt_count_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
+			uint64_t *counts, int max)
+{
+	return counts ? pts_dec_batch(dec, in, NULL, counts, max)
+		      : -PTS_ERR_INVALID;
 }
 
 int pts_pkt_next(struct pts_pkt_decoder *dec, struct pts_input *in,

@@ -2,20 +2,25 @@
  * view while at least PTS_PKT_MAX bytes are left, so that no packet can be
  * cut (decoder.c does the rest: chunk edges, PEBS blocks, errors, search).
  *
- * The inner loop decodes the common packets by a table indexed by the first
- * byte, without a branch per kind, and makes no calls, so that its values
- * stay in registers; the rarer packets are decoded in the outer loop, by
- * pts_pkt_parse() for the rarest (extended packets other than TNT-64,
- * MODE). It stops, leaving the packet to the slow path, at
- * errors and at the SKD007 case, and after a BBP (PEBS block context).
+ * The loop decodes the common packets by a table indexed by the first byte,
+ * without a branch per kind (random kinds would make such branches
+ * mispredict); the others (CYCs of two bytes or more, long TNT, sext-48
+ * IPs, extended packets, MODE) go to pts_fast_rare(), by pts_pkt_parse() for
+ * the rarest. It stops, leaving the packet to the slow path, at errors and at
+ * the SKD007 case, and after a BBP (PEBS block context).
  *
- * What limits it is the chain from one packet's position to the next (first
- * byte -> table -> size), two dependent loads per packet. Two attempts to
- * shorten it did not pay on the benchmark stream (2 bytes a packet; Zen 5):
- * looking the sizes up ahead for a block of bytes, and crossing runs of
- * one-byte packets found by an SSE2 mask in one step per 64-byte window
- * (then decoding the window's packets from its start mask): both about 7%
- * slower than this loop, the work they add outweighing the loads they save.
+ * What limits it is the number of instructions a packet takes, not the
+ * chain from one packet's position to the next (first byte -> table ->
+ * size): measured on the benchmark stream (2 bytes a packet; Zen 5, shared
+ * core), decoding the packets from positions found beforehand, four
+ * PSB-delimited segments sized side by side, was no faster than this loop
+ * once the sizing was counted, and a plain loop that only stores 32 bytes a
+ * packet runs at about 2.3 instructions a cycle. So the table step is kept
+ * as short as it can be: what only a few packets need (sign extension,
+ * shifting a CYC payload) is done by pts_fast_rare(), and one bound check
+ * covers both the input and the batch. Earlier attempts, looking the sizes
+ * up ahead for a block of bytes and crossing runs of one-byte packets found
+ * by an SSE2 mask, were slower too.
  */
 #include "packets_internal.h"
 
@@ -73,30 +78,15 @@ static inline uint64_t pts_hdr(unsigned kind, unsigned size, unsigned ipc)
 	return kind | size << 8 | (uint64_t)ipc << 16;
 }
 
-/* How the fast path decodes a packet by its first byte, without a branch
- * per kind: random packet kinds make branches mispredict, which costs more
- * than decoding. The table has an entry for every packet whose size follows
- * from its first byte, and for the 2-byte CYC; PTS_OP_GENERIC sends a byte
- * to the generic code. An entry says how to make the packet's three words
- * from the 8 bytes after the first byte (raw):
- *   payload = raw & mask
- *   word 0  = c0 | payload << shift
- *   ext     = (payload ^ sb) - sb, sb = sext << 40
- *   last-IP = (last-IP & lkeep) | (ext & sel)
+/* How the table step decodes a packet by its first byte. An entry says how
+ * to make the packet's words from the 8 bytes after the first byte (raw):
+ *   word 0  = c0 | (raw & mask)
+ *   last-IP = ((last-IP ^ raw) & keep) ^ raw   (raw where keep is 0)
  *   word 1  = c1 | (last-IP & sel)
- * so that the chain from one packet's last-IP to the next is two operations.
- * ext sign-extends a sext-48 IP's payload from bit 47 (sb = bit 47, lkeep
- * = 0: the packet replaces the whole last IP) and is the payload itself
- * for every other entry (sb = 0); it is off the last-IP chain, so far
- * branches (common in flow traces) cost the loop nothing more than near
- * ones instead of a call to the parser.
- */
-enum {
-	PTS_OP_CYC2 = 2,     /* CYC whose second byte must end it */
-	PTS_OP_GENERIC = 0x80 /* not decoded by the table */
-};
-
-static void pts_fast_table(struct pts_fast_op *ops, int skd007)
+ * Size 0 sends the byte to pts_fast_rare(): every packet whose size does
+ * not follow from its first byte, the CYCs of two bytes or more (their
+ * payload is shifted), the sext-48 IPs (sign extension), and errors. */
+static void pts_fast_table(struct pts_fast_op *ops, uint8_t *sizes)
 {
 	static const uint8_t ip_kind[32] = {
 		[0x0d] = PTS_PKT_TIP,
@@ -108,60 +98,44 @@ static void pts_fast_table(struct pts_fast_op *ops, int skd007)
 	memset(ops, 0, 256 * sizeof(*ops));
 	for (unsigned b = 0; b < 256; b++) {
 		struct pts_fast_op *op = ops + b;
-		unsigned kind = 0, ipc = 0;
+		unsigned kind = 0, ipc = 0, size = 0;
 
-		op->lkeep = ~0ull;
+		op->keep = ~0ull;
 		if (b == PTS_OPC_PAD) {
 			kind = PTS_PKT_PAD;
-			op->size = 1;
+			size = 1;
 		} else if (!(b & 1) && b != PTS_OPC_EXT) {
 			unsigned pl = b >> 1, cnt = pts_top_bit(pl);
 
 			kind = PTS_PKT_TNT8;
-			op->size = 1;
-			op->c0 = (uint8_t)(pl & ~(1u << cnt));
-			op->c1 = (uint8_t)cnt;
-		} else if ((b & 3) == 3) {
-			kind = PTS_PKT_CYC;
-			op->c0 = (uint8_t)(b >> 3);
-			op->size = 1;
-			if (b & 4) {
-				/* SKD007 needs a look past 2-byte CYCs: leave
-				 * them to the generic code then. */
-				op->size = 2;
-				op->flags = skd007 ? PTS_OP_GENERIC : PTS_OP_CYC2;
-				op->mask = 0xfe;
-				op->shift = 4;
-			}
-		} else if (ip_kind[b & 0x1f] && pts_ipc_bytes[b >> 5] != 0xff) {
+			size = 1;
+			op->c0 = pl & ~(1u << cnt);
+			op->c1 = cnt;
+		} else if ((b & 7) == 3) {
+			kind = PTS_PKT_CYC; /* one byte: Exp clear */
+			size = 1;
+			op->c0 = b >> 3;
+		} else if (ip_kind[b & 0x1f] && pts_ipc_bytes[b >> 5] != 0xff &&
+			   (b >> 5) != PTS_IPC_SEXT_48) {
 			ipc = b >> 5;
 			kind = ip_kind[b & 0x1f];
-			op->size = (uint8_t)(1 + pts_ipc_bytes[ipc]);
+			size = 1 + pts_ipc_bytes[ipc];
 			op->mask = pts_ipc_mask[ipc];
 			if (ipc) {
 				op->sel = ~0ull;
-				op->lkeep = ~op->mask;
-			}
-			if (ipc == PTS_IPC_SEXT_48) {
-				op->lkeep = 0;
-				op->sext = 0x80;
+				op->keep = ~op->mask;
 			}
 		} else if (b == PTS_OPC_MTC) {
 			kind = PTS_PKT_MTC;
-			op->size = 2;
+			size = 2;
 			op->mask = 0xff;
 		} else if (b == PTS_OPC_TSC) {
 			kind = PTS_PKT_TSC;
-			op->size = 8;
+			size = 8;
 			op->mask = 0xffffffffffffffull;
-		} else {
-			op->flags = PTS_OP_GENERIC;
 		}
-		/* The loop's progress rests on this: what it decodes moves
-		 * it forward. */
-		if (op->size == 0)
-			op->flags = PTS_OP_GENERIC;
-		op->hdr = (uint32_t)pts_hdr(kind, op->size, ipc);
+		sizes[b] = (uint8_t)size;
+		op->hdr = pts_hdr(kind, size, ipc);
 	}
 }
 
@@ -224,134 +198,171 @@ static inline unsigned pts_fast_cyc_long(const uint8_t *p, uint64_t *value)
 
 void pts_fast_init(struct pts_fast_tab *tab, int skd007)
 {
-	pts_fast_table(tab->ops, skd007);
+	pts_fast_table(tab->ops, tab->size);
+	tab->skd007 = (uint8_t)(skd007 != 0);
 }
 
-int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
-		    uint64_t *offp, uint64_t *lipp, uint8_t *blk,
-		    struct pts_packet *out, int max)
+/* Decodes a packet the table leaves alone at @q, with @avail >= PTS_PKT_MAX
+ * bytes from @q to the end of the view: CYCs of two bytes or more, long
+ * TNT, and through pts_pkt_parse() sext-48 IPs, extended packets and MODE.
+ * Returns its size, or 0 when the slow path must see it (errors, the SKD007
+ * case). Sets *@blk after a BBP: the caller must stop there. */
+static inline unsigned pts_fast_rare(const struct pts_fast_tab *tab,
+				     const uint8_t *q, size_t avail,
+				     uint64_t off, uint64_t *lip, uint8_t *blk,
+				     struct pts_packet *pk)
+{
+	uint64_t value;
+	unsigned n;
+	int r;
+
+	if ((q[0] & 7) == 7) {
+		/* SKD007: an OVF may hide in a 2-byte CYC ending in 02; the
+		 * slow path looks at the byte after it. */
+		if (tab->skd007 && q[1] == PTS_OPC_EXT)
+			return 0;
+		n = pts_fast_cyc_long(q, &value);
+		if (!n)
+			n = pts_fast_cyc(q, &value);
+		if (!n)
+			return 0;
+		pts_fast_put(pk, off, pts_hdr(PTS_PKT_CYC, n, 0), value, 0);
+		return n;
+	}
+	if (q[0] == PTS_OPC_EXT && q[1] == 0xa3) {
+		/* Long TNT: common enough to skip the parser; the slow path
+		 * reports one without a stop bit. */
+		uint64_t v = pts_load_le(q + 2, 6);
+		unsigned cnt;
+
+		if (v < 2)
+			return 0;
+		cnt = pts_top_bit(v);
+		pts_fast_put(pk, off, pts_hdr(PTS_PKT_TNT64, 8, 0),
+			     v & ~(1ull << cnt), cnt);
+		return 8;
+	}
+
+	/* sext-48 IPs, extended packets, MODE, and errors (reserved IPBytes
+	 * among them). */
+	r = pts_pkt_parse(q, avail, 0, pk);
+	if (r <= 0)
+		return 0;
+	pk->offset = off;
+	switch (pk->kind) {
+	case PTS_PKT_TIP:
+	case PTS_PKT_TIP_PGE:
+	case PTS_PKT_TIP_PGD:
+	case PTS_PKT_FUP:
+		if (pk->ipc == PTS_IPC_SEXT_48)
+			*lip = pts_sext48(pk->u.ip.payload);
+		else if (pk->ipc)
+			*lip = (*lip & ~pts_ipc_mask[pk->ipc]) |
+			       pk->u.ip.payload;
+		pk->u.ip.ip = pk->ipc ? *lip : 0;
+		break;
+	case PTS_PKT_PSB:
+		*lip = 0;
+		break;
+	case PTS_PKT_BBP:
+		*blk = pk->u.bbp.sz ? 4 : 8;
+		break;
+	default:
+		break;
+	}
+	return (unsigned)r;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PTS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define PTS_ALWAYS_INLINE inline
+#endif
+
+/* The loop of pts_fast_decode() (@counting 0: packets into @out) and of
+ * pts_fast_count() (@counting 1: only @counts[kind] += 1, no packet stored
+ * but the rare ones, into a scratch packet). Inlined into both with
+ * @counting constant, so that each is a loop of its own. */
+static PTS_ALWAYS_INLINE int pts_fast_run(const struct pts_fast_tab *tab,
+					  struct pts_input *in, uint64_t *offp,
+					  uint64_t *lipp, uint8_t *blk,
+					  struct pts_packet *out,
+					  uint64_t *counts, int max,
+					  const int counting)
 {
 	const struct pts_fast_op *const ops = tab->ops;
+	const uint8_t *const sizes = tab->size;
 	const uint8_t *const start = in->data + in->pos;
 	const uint8_t *const dend = in->data + in->size;
 	const uint8_t *const lim = dend - (PTS_PKT_MAX - 1);
-	struct pts_packet *pk = out;
-	struct pts_packet *const end = out + max;
 	const uint8_t *q = start;
 	uint64_t off = *offp, lip = *lipp;
+	uint8_t bk = 0; /* a local: stores to packets cannot change it */
+	struct pts_packet scratch;
+	int got = 0;
 
 	for (;;) {
-		uint64_t value;
-		unsigned n;
-		int r;
+		/* Every packet takes at least a byte: with no more bytes to
+		 * go than room in the batch, one check covers both. */
+		const size_t room = (size_t)(max - got);
+		const uint8_t *const stop =
+			q < lim && (size_t)(lim - q) > room ? q + room : lim;
 
-		while (pk < end && q < lim) {
-			const struct pts_fast_op *op;
-			uint64_t raw, sb;
+		if (q >= stop)
+			break;
+		while (q < stop) {
+			struct pts_packet *const pk = counting ? &scratch
+							       : out + got;
+			const struct pts_fast_op *op = ops + q[0];
+			const uint64_t raw = pts_load_le64(q + 1);
+			unsigned n = sizes[q[0]];
 
-			op = ops + q[0];
-			raw = pts_load_le64(q + 1);
-			if (PTS_UNLIKELY(op->flags &
-					 (PTS_OP_GENERIC | (unsigned)raw << 1) &
-					 (PTS_OP_GENERIC | PTS_OP_CYC2))) {
-				/* A CYC of 3 or more bytes. */
-				if (!(op->flags & PTS_OP_CYC2) || !(q[1] & 1))
-					break;
-				n = pts_fast_cyc_long(q, &value);
+			if (PTS_UNLIKELY(n == 0)) {
+				n = pts_fast_rare(tab, q, (size_t)(dend - q),
+						  off, &lip, &bk, pk);
 				if (!n)
-					break;
-				pts_fast_put(pk, off, pts_hdr(PTS_PKT_CYC, n, 0),
-					     value, 0);
+					goto done;
+				if (counting)
+					counts[pk->kind]++;
 				q += n;
 				off += n;
-				pk++;
+				got++;
+				if (bk)
+					goto done;
 				continue;
 			}
-			raw &= op->mask;
-			sb = (uint64_t)op->sext << 40;
-			lip = (lip & op->lkeep) | (((raw ^ sb) - sb) & op->sel);
-			pts_fast_put(pk, off, op->hdr, op->c0 | raw << op->shift,
-				     op->c1 | (lip & op->sel));
-			q += op->size;
-			off += op->size;
-			pk++;
-		}
-		if (pk >= end || q >= lim)
-			break;
-
-		if ((q[0] & 3) == 3) {
-			/* SKD007: a 2-byte CYC ending in 02 is the slow
-			 * path's (otherwise the table decodes all 2-byte
-			 * CYCs, the loop above up to 9 bytes, and only
-			 * longer ones come here). */
-			if ((q[0] & 4) && q[1] == PTS_OPC_EXT)
-				break;
-			n = pts_fast_cyc(q, &value);
-			if (!n)
-				break;
-			pts_fast_put(pk, off, pts_hdr(PTS_PKT_CYC, n, 0), value,
-				     0);
+			lip = ((lip ^ raw) & op->keep) ^ raw;
+			if (counting)
+				counts[(uint8_t)op->hdr]++;
+			else
+				pts_fast_put(pk, off, op->hdr,
+					     op->c0 | (raw & op->mask),
+					     op->c1 | (lip & op->sel));
 			q += n;
 			off += n;
-			pk++;
-			continue;
-		}
-		if (q[0] == PTS_OPC_EXT && q[1] == 0xa3) {
-			/* Long TNT: common enough to skip the parser; the slow
-			 * path reports one without a stop bit. */
-			uint64_t v = pts_load_le(q + 2, 6);
-			unsigned cnt;
-
-			if (v < 2)
-				break;
-			cnt = pts_top_bit(v);
-			pts_fast_put(pk, off, pts_hdr(PTS_PKT_TNT64, 8, 0),
-				     v & ~(1ull << cnt), cnt);
-			q += 8;
-			off += 8;
-			pk++;
-			continue;
-		}
-
-		/* Extended packets, MODE, and errors (reserved IPBytes among
-		 * them). The table decodes every valid IP packet; the IP case
-		 * below keeps the last IP right should an entry ever be sent
-		 * here again. */
-		r = pts_pkt_parse(q, (size_t)(dend - q), 0, pk);
-		if (r <= 0)
-			break;
-		pk->offset = off;
-		q += r;
-		off += (unsigned)r;
-		switch (pk->kind) {
-		case PTS_PKT_TIP:
-		case PTS_PKT_TIP_PGE:
-		case PTS_PKT_TIP_PGD:
-		case PTS_PKT_FUP:
-			if (pk->ipc == PTS_IPC_SEXT_48)
-				lip = pts_sext48(pk->u.ip.payload);
-			else if (pk->ipc)
-				lip = (lip & ~pts_ipc_mask[pk->ipc]) |
-				      pk->u.ip.payload;
-			pk->u.ip.ip = pk->ipc ? lip : 0;
-			break;
-		case PTS_PKT_PSB:
-			lip = 0;
-			break;
-		default:
-			break;
-		}
-		pk++;
-		if (pk[-1].kind == PTS_PKT_BBP) {
-			*blk = pk[-1].u.bbp.sz ? 4 : 8;
-			break;
+			got++;
 		}
 	}
-
+done:
 	in->pos += (size_t)(q - start);
 	*offp = off;
 	/* lip.have is not read by the decoder (pts_lastip_update() only sets
 	 * it): the fast path does not keep it up to date. */
 	*lipp = lip;
-	return (int)(pk - out);
+	*blk = bk;
+	return got;
+}
+
+int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
+		    uint64_t *off, uint64_t *lip, uint8_t *blk,
+		    struct pts_packet *out, int max)
+{
+	return pts_fast_run(tab, in, off, lip, blk, out, NULL, max, 0);
+}
+
+int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
+		   uint64_t *off, uint64_t *lip, uint8_t *blk,
+		   uint64_t *counts, int max)
+{
+	return pts_fast_run(tab, in, off, lip, blk, NULL, counts, max, 1);
 }

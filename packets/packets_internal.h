@@ -100,23 +100,26 @@ static inline void pts_pkt_clear(struct pts_packet *pkt, uint64_t offset)
 /* How the fast path decodes a packet by its first byte (see
  * pts_fast_init()). */
 struct pts_fast_op {
-	uint64_t mask;  /* payload bits of the 8 bytes after the first byte */
-	uint64_t lkeep; /* last-IP bits the packet leaves (~0: not an IP) */
-	uint64_t sel;   /* ~0 for an IP packet with an IP, else 0 */
-	uint32_t hdr;   /* kind | size << 8 | ipc << 16 */
-	uint8_t size;
-	uint8_t flags;  /* PTS_OP_* (decoder_fast.c) */
-	uint8_t c0;     /* constant bits of word 0 (TNT bits, CYC bits 4:0) */
-	uint8_t c1;     /* constant word 1 (TNT count) */
-	uint8_t shift;  /* of the payload into word 0 (CYC) */
-	uint8_t sext;   /* bits 47:40 of the sign bit to extend (sext-48 IPs,
-			 * 0x80), else 0: a byte keeps the entry at 40 bytes */
+	uint64_t mask; /* payload bits of the 8 bytes after the first byte */
+	uint64_t keep; /* last-IP bits the packet keeps (~0: not an IP) */
+	uint64_t sel;  /* ~0 for an IP packet with an IP, else 0 */
+	uint64_t c0;   /* constant bits of word 0 (TNT bits, CYC bits 4:0) */
+	uint64_t c1;   /* constant word 1 (TNT count) */
+	uint64_t hdr;  /* kind | size << 8 | ipc << 16 */
+	/* 64 bytes: the index is a shift; 64-bit constants are operands of
+	 * one instruction each. */
+	uint64_t pad_[2];
 };
 
 /* The fast path's tables, built once per decoder (they depend on the
  * errata). */
 struct pts_fast_tab {
 	struct pts_fast_op ops[256];
+	/* Packet size by first byte, 0 for the bytes the table does not
+	 * decode. Apart from ops[], so that the next packet's position waits
+	 * on one load without index scaling. */
+	uint8_t size[256];
+	uint8_t skd007; /* SKD007 applies: 2-byte CYCs ending in 02 */
 };
 
 void pts_fast_init(struct pts_fast_tab *tab, int skd007);
@@ -131,5 +134,11 @@ void pts_fast_init(struct pts_fast_tab *tab, int skd007);
 int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
 		    uint64_t *off, uint64_t *lip, uint8_t *blk,
 		    struct pts_packet *out, int max);
+
+/* pts_fast_decode() that stores no packets but adds 1 to @counts[kind]
+ * (PTS_PKT_KIND_COUNT entries) for each. */
+int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
+		   uint64_t *off, uint64_t *lip, uint8_t *blk,
+		   uint64_t *counts, int max);
 
 #endif /* PTS_PACKETS_INTERNAL_H */

@@ -167,6 +167,15 @@ int pts_perf_parse_feature(struct pts_perf *perf, uint64_t feat,
 			return -PTS_ERR_BAD_FORMAT;
 		s->auxtrace_index_entries = pts_rd64(p);
 		return 0;
+	case PTS_PERF_FEAT_COMPRESSED:
+		/* u32 version, type (1 = zstd), level, ratio, mmap_len. */
+		if (rd_u32(&r, &s->comp_version) < 0 ||
+		    rd_u32(&r, &s->comp_type) < 0 ||
+		    rd_u32(&r, &s->comp_level) < 0 ||
+		    rd_u32(&r, &s->comp_ratio) < 0 ||
+		    rd_u32(&r, &s->comp_mmap_len) < 0)
+			return -PTS_ERR_BAD_FORMAT;
+		return 0;
 	default:
 		return 0;
 	}

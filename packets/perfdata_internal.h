@@ -83,6 +83,14 @@ struct pts_perf_comm_note {
 	struct pts_perf_str comm;
 };
 
+/* One COMPRESSED record: where it is and where its output ends in the
+ * decompressed stream (a position >= the file size; it starts where the
+ * previous one's ended). */
+struct pts_perf_zrec {
+	uint64_t file_offset;
+	uint64_t zend;
+};
+
 struct pts_perf {
 	const uint8_t *data; /* the whole file */
 	size_t size;
@@ -116,10 +124,29 @@ struct pts_perf {
 	struct pts_perf_build_id *build_ids;
 	uint32_t nr_build_ids, cap_build_ids;
 
+	/* `perf record -z` (perfdata_zstd.c): the decompressed stream of all
+	 * COMPRESSED records, in an unlinked temp file mapped read-only.
+	 * Record positions >= @size point into it (pts_perf_at). */
+	const uint8_t *zdata;
+	size_t zmap_size;       /* mapped bytes (0: no mapping) */
+	uint64_t zsize;         /* decompressed bytes */
+	struct pts_perf_zrec *zrecs;
+	uint32_t nr_zrecs, cap_zrecs;
+	uint8_t zdamage;        /* a payload did not inflate (perf->damage) */
+
 	/* EVENT_DESC names in attr order, attached once attrs exist. */
 	struct pts_perf_str event_names[64];
 	uint32_t nr_event_names;
 };
+
+/* The bytes at record position @pos: in the file, or past its end in the
+ * decompressed stream of COMPRESSED records. */
+static inline const uint8_t *pts_perf_at(const struct pts_perf *perf,
+					 uint64_t pos)
+{
+	return pos < perf->size ? perf->data + pos
+				: perf->zdata + (pos - perf->size);
+}
 
 /* Fills @err (may be NULL) with a formatted one-line message.
  * Returns @code, so that callers can `return pts_perf_fail(...)`. */
@@ -162,14 +189,56 @@ int pts_perf_add_build_id(struct pts_perf *perf, const uint8_t *p, size_t len);
  * Returns 0, -PTS_ERR_TRUNCATED or -PTS_ERR_BAD_FORMAT (message in @err). */
 int pts_perf_frame(const struct pts_perf *perf, uint64_t pos, uint64_t *len,
 		   struct pts_perf_error *err);
+/* As pts_perf_frame() with the stream ending at @end (the decompressed
+ * stream's end for records inside COMPRESSED records). */
+int pts_perf_frame_in(const struct pts_perf *perf, uint64_t pos, uint64_t end,
+		      uint64_t *len, struct pts_perf_error *err);
 /* Decodes the framed record at @pos into @rec. Same returns as
  * pts_perf_next_record() for one record. */
 int pts_perf_decode(const struct pts_perf *perf, uint64_t pos,
 		    struct pts_perf_record *rec, struct pts_perf_error *err);
 
+/* COMPRESSED records (perfdata_zstd.c). */
+/* Inflates every COMPRESSED record of the data section into perf->zdata
+ * (nothing to do, and 0, for a file without them). A corrupt payload marks
+ * the file damaged at that record (perf->damage, data_end cut). Returns 0,
+ * -PTS_ERR_UNSUPPORTED (built without libzstd, or not zstd), -PTS_ERR_IO
+ * (no temp file) or -PTS_ERR_NOMEM, with @err set. */
+int pts_perf_inflate(struct pts_perf *perf, struct pts_perf_error *err);
+/* The COMPRESSED record at file offset @pos, or NULL. */
+const struct pts_perf_zrec *pts_perf_zrec_at(const struct pts_perf *perf,
+					     uint64_t pos);
+/* The COMPRESSED record whose output holds stream position @zpos. */
+const struct pts_perf_zrec *pts_perf_zrec_holding(const struct pts_perf *perf,
+						  uint64_t zpos);
+/* Rewrites @err, made for a record at stream position @zpos, to name the
+ * COMPRESSED record that holds it and the position in the stream. */
+void pts_perf_zfix_error(const struct pts_perf *perf, uint64_t zpos,
+			 struct pts_perf_error *err);
+/* Unmaps the decompressed stream. */
+void pts_perf_zfree(struct pts_perf *perf);
+
+/* Record walk (perfdata_walk.c): the position and length of the next
+ * record at @cur, going into COMPRESSED records. Returns 1, 0 at the end,
+ * or the framing error (@cur moved to the end; *@pos is where the broken
+ * record starts). */
+int pts_perf_step(const struct pts_perf *perf, struct pts_perf_cursor *cur,
+		  uint64_t *pos, uint64_t *len, struct pts_perf_error *err);
+
 /* The open-time pass over all records (perfdata_scan.c). Returns 0, 1 when
  * the stream is damaged (perf->damage set), -PTS_ERR_NOMEM. */
 int pts_perf_scan(struct pts_perf *perf);
+
+/* Snapshot mode (perfdata_overlap.c): where the new data of buffer @b
+ * (@len_b bytes) starts after buffer @a (@len_a bytes, padding included)
+ * of the same queue, by perf's PSB/TSC match (@have_tsc: the trace has
+ * TSC packets) or byte match. Returns the bytes of @b to skip (@len_b:
+ * nothing new); *@consecutive is 1 when @b continues @a there, and
+ * *@a_trim the bytes at @a's end that are padding (@b has the real data
+ * from the start returned). */
+uint64_t pts_perf_snapshot_overlap(const uint8_t *a, size_t len_a,
+				   const uint8_t *b, size_t len_b, int have_tsc,
+				   int *consecutive, uint64_t *a_trim);
 
 /* Frees everything the scan and the header readers allocated. */
 void pts_perf_free_tables(struct pts_perf *perf);

@@ -223,6 +223,8 @@ static int open_bytes(struct pts_perf *perf, struct pts_perf **out,
 		      struct pts_perf_error *err)
 {
 	int rc = read_header(perf, err);
+	if (rc >= 0)
+		rc = pts_perf_inflate(perf, err);
 	if (rc >= 0) {
 		pts_perf_attrs_done(perf);
 		rc = pts_perf_scan(perf);
@@ -351,6 +353,7 @@ void pts_perf_close(struct pts_perf *perf)
 	if (!perf)
 		return;
 	pts_perf_free_tables(perf);
+	pts_perf_zfree(perf);
 	if (perf->map)
 		munmap(perf->map, perf->map_size);
 	free(perf->owned);

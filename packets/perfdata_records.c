@@ -19,27 +19,40 @@ const char *pts_perf_record_name(uint32_t type)
 int pts_perf_frame(const struct pts_perf *perf, uint64_t pos, uint64_t *len,
 		   struct pts_perf_error *err)
 {
-	uint64_t end = perf->sum.data_end;
+	return pts_perf_frame_in(perf, pos, perf->sum.data_end, len, err);
+}
+
+int pts_perf_frame_in(const struct pts_perf *perf, uint64_t pos, uint64_t end,
+		      uint64_t *len, struct pts_perf_error *err)
+{
+	/* Inside the decompressed stream, positions are told relative to
+	 * it, and a cut record means bad compressed data, not a short file. */
+	int inner = pos >= perf->size;
+	uint64_t shown_end = inner ? end - perf->size : end;
+	const char *cut = inner ? "COMPRESSED data cut or corrupt"
+				: "file truncated";
+	const char *where = inner ? "decompressed data" : "data";
 	if (pos > end || end - pos < PERF_EVENT_HEADER_SIZE)
 		return pts_perf_fail(err, -PTS_ERR_TRUNCATED, pos, -1,
-				     "record header cut by the end of the data "
-				     "(%llu bytes left): file truncated",
-				     (unsigned long long)(end - pos));
-	const uint8_t *h = perf->data + pos;
+				     "record header cut by the end of the %s "
+				     "(%llu bytes left): %s",
+				     where, (unsigned long long)(end - pos), cut);
+	const uint8_t *h = pts_perf_at(perf, pos);
 	uint32_t type = pts_rd32(h);
 	uint16_t size = pts_rd16(h + 6);
 	if (size < PERF_EVENT_HEADER_SIZE)
 		return pts_perf_fail(err, -PTS_ERR_BAD_FORMAT, pos,
 				     (int32_t)(type & 0x7fffffff),
 				     "header.size %u is smaller than the header: "
-				     "file corrupt",
-				     size);
+				     "%s corrupt",
+				     size, inner ? "COMPRESSED data" : "file");
 	if (size > end - pos)
 		return pts_perf_fail(err, -PTS_ERR_TRUNCATED, pos,
 				     (int32_t)(type & 0x7fffffff),
 				     "record of %u bytes runs past the end of "
-				     "the data (0x%llx): file truncated",
-				     size, (unsigned long long)end);
+				     "the %s (0x%llx): %s",
+				     size, where, (unsigned long long)shown_end,
+				     cut);
 	uint64_t extra = 0;
 	if (type == PTS_PERF_RECORD_AUXTRACE) {
 		/* The PT bytes follow the fixed 48-byte record, outside
@@ -62,10 +75,9 @@ int pts_perf_frame(const struct pts_perf *perf, uint64_t pos, uint64_t *len,
 	if (extra > end - pos - size)
 		return pts_perf_fail(err, -PTS_ERR_TRUNCATED, pos, (int32_t)type,
 				     "payload of %llu bytes after the record "
-				     "runs past the end of the data (0x%llx): "
-				     "file truncated",
-				     (unsigned long long)extra,
-				     (unsigned long long)end);
+				     "runs past the end of the %s (0x%llx): %s",
+				     (unsigned long long)extra, where,
+				     (unsigned long long)shown_end, cut);
 	*len = size + extra;
 	return 0;
 }
@@ -305,7 +317,7 @@ static void decode_body(const struct pts_perf *perf,
 		a->idx = pts_rd32(b + 24);
 		a->tid = (int32_t)pts_rd32(b + 28);
 		a->cpu = (int32_t)pts_rd32(b + 32);
-		a->data = perf->data + a->data_offset;
+		a->data = pts_perf_at(perf, a->data_offset);
 		break;
 	}
 	case PTS_PERF_RECORD_HEADER_FEATURE:
@@ -320,8 +332,15 @@ int pts_perf_decode(const struct pts_perf *perf, uint64_t pos,
 		    struct pts_perf_record *rec, struct pts_perf_error *err)
 {
 	memset(rec, 0, sizeof(*rec));
-	const uint8_t *h = perf->data + pos;
+	const uint8_t *h = pts_perf_at(perf, pos);
 	rec->offset = pos;
+	rec->file_offset = pos;
+	if (pos >= perf->size) {
+		const struct pts_perf_zrec *z = pts_perf_zrec_holding(perf, pos);
+		rec->compressed = 1;
+		rec->zoffset = pos - perf->size;
+		rec->file_offset = z ? z->file_offset : 0;
+	}
 	rec->type = pts_rd32(h);
 	rec->misc = pts_rd16(h + 4);
 	rec->size = pts_rd16(h + 6);
@@ -331,11 +350,13 @@ int pts_perf_decode(const struct pts_perf *perf, uint64_t pos,
 	int32_t rtype = (int32_t)(rec->type & 0x7fffffff);
 	size_t avail = rec->body_size;
 
-	if (rec->type == PTS_PERF_RECORD_COMPRESSED)
-		return pts_perf_fail(err, -PTS_ERR_UNSUPPORTED, pos, rtype,
-				     "zstd-compressed records are not "
-				     "supported (record with `perf record "
-				     "-z` off)");
+	/* The walk steps into COMPRESSED records; one inside another is
+	 * not something perf writes. */
+	if (rec->type == PTS_PERF_RECORD_COMPRESSED ||
+	    rec->type == PTS_PERF_RECORD_COMPRESSED2)
+		return pts_perf_fail(err, -PTS_ERR_BAD_FORMAT, pos, rtype,
+				     "compressed record inside compressed "
+				     "data");
 	/* Kernel records (< 64) carry the sample_id trailer; perf's own
 	 * records never do. */
 	if (rec->type < 64) {
@@ -382,34 +403,4 @@ int pts_perf_decode(const struct pts_perf *perf, uint64_t pos,
 				     avail, need);
 	decode_body(perf, rec, rec->body, avail);
 	return 1;
-}
-
-void pts_perf_cursor_init(const struct pts_perf *perf,
-			  struct pts_perf_cursor *cur)
-{
-	cur->pos = perf->sum.data_offset;
-	cur->index = 0;
-}
-
-int pts_perf_next_record(const struct pts_perf *perf,
-			 struct pts_perf_cursor *cur,
-			 struct pts_perf_record *rec,
-			 struct pts_perf_error *err)
-{
-	uint64_t end = perf->sum.data_end;
-	if (cur->pos >= end)
-		return 0;
-	uint64_t len;
-	int rc = pts_perf_frame(perf, cur->pos, &len, err);
-	if (rc < 0) {
-		memset(rec, 0, sizeof(*rec));
-		rec->offset = cur->pos;
-		rec->attr = -1;
-		cur->pos = end; /* a broken frame hides where the next starts */
-		return rc;
-	}
-	uint64_t pos = cur->pos;
-	cur->pos += len;
-	cur->index++;
-	return pts_perf_decode(perf, pos, rec, err);
 }

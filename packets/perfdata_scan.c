@@ -11,7 +11,11 @@ static int add_buffer(struct pts_perf *perf, const struct pts_perf_buffer *b)
 	if (pts_perf_grow((void **)&perf->bufs, &perf->cap_bufs,
 			  perf->nr_bufs + 1, sizeof(*perf->bufs)))
 		return -PTS_ERR_NOMEM;
-	perf->bufs[perf->nr_bufs++] = *b;
+	perf->bufs[perf->nr_bufs] = *b;
+	/* Found in file order: inside COMPRESSED records offsets do not
+	 * tell it. */
+	perf->bufs[perf->nr_bufs].order = perf->nr_bufs;
+	perf->nr_bufs++;
 	return 0;
 }
 
@@ -98,7 +102,7 @@ static int note_record(struct pts_perf *perf, const struct pts_perf_record *rec)
 		return rc == -PTS_ERR_NOMEM ? rc : 0;
 	}
 	case PTS_PERF_RECORD_HEADER_BUILD_ID: {
-		int rc = pts_perf_add_build_id(perf, perf->data + rec->offset,
+		int rc = pts_perf_add_build_id(perf, pts_perf_at(perf, rec->offset),
 					       rec->size);
 		return rc == -PTS_ERR_NOMEM ? rc : 0;
 	}
@@ -152,8 +156,7 @@ static int cmp_buffer(const void *a, const void *b)
 	const struct pts_perf_buffer *x = a, *y = b;
 	if (x->idx != y->idx)
 		return x->idx < y->idx ? -1 : 1;
-	return x->record_offset < y->record_offset ? -1
-	       : x->record_offset > y->record_offset;
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
 static int cmp_switch(const void *a, const void *b)
@@ -169,8 +172,9 @@ static int cmp_switch(const void *a, const void *b)
 /* How buffer @b continues @p of the same queue. perf pads every copy-out
  * to 8 bytes and counts the padding in its size, so the next buffer starts
  * up to 7 bytes before p's end; trimming that padding lets a packet cut by
- * the copy-out be joined. A later start is lost data; an earlier one is a
- * snapshot overlap, trimmed from the front of @b by the AUX offsets. */
+ * the copy-out be joined. A later start is lost data; an earlier one
+ * (outside snapshot mode) repeats data, trimmed from the front of @b by the
+ * AUX offsets. */
 static void link_buffers(struct pts_perf_buffer *p, struct pts_perf_buffer *b)
 {
 	if (p->size > UINT64_MAX - p->aux_offset)
@@ -199,8 +203,41 @@ static void link_buffers(struct pts_perf_buffer *p, struct pts_perf_buffer *b)
 	b->consecutive = 1;
 }
 
+/* Snapshot mode: how @b continues @p, from the trace itself as perf finds
+ * it (perfdata_overlap.c); the AUX offsets are not used. */
+static void link_snapshot(struct pts_perf_buffer *p, struct pts_perf_buffer *b,
+			  int have_tsc)
+{
+	int consecutive;
+	uint64_t trim;
+	uint64_t skip = pts_perf_snapshot_overlap(p->data - p->skip, p->size,
+						  b->data, b->size, have_tsc,
+						  &consecutive, &trim);
+	b->skip = skip;
+	b->data += skip;
+	b->use_size = b->size - skip;
+	b->consecutive = consecutive && b->use_size;
+	if (b->consecutive && trim <= p->use_size)
+		p->use_size -= trim;
+}
+
+/* Snapshot mode, and whether the trace has TSC packets (perf's have_tsc:
+ * the PT event was recorded with the TSC bit perf says it uses). */
+static int snapshot_mode(const struct pts_perf *perf, int *have_tsc)
+{
+	struct pts_perf_pt_info info;
+	*have_tsc = 0;
+	if (pts_perf_pt_info(perf, &info) < 0 || !info.snapshot_mode)
+		return 0;
+	const struct pts_perf_attr *pt = pts_perf_pt_attr(perf);
+	*have_tsc = pt && (pt->config & info.tsc_bit) != 0;
+	return 1;
+}
+
 static int build_queues(struct pts_perf *perf)
 {
+	int have_tsc;
+	int snapshot = snapshot_mode(perf, &have_tsc);
 	if (!perf->nr_bufs)
 		return 0;
 	qsort(perf->bufs, perf->nr_bufs, sizeof(*perf->bufs), cmp_buffer);
@@ -220,6 +257,8 @@ static int build_queues(struct pts_perf *perf)
 			q->tid = b->tid;
 			q->first = i;
 			q->first_reference = b->reference;
+		} else if (snapshot) {
+			link_snapshot(b - 1, b, have_tsc);
 		} else {
 			link_buffers(b - 1, b);
 		}
@@ -258,18 +297,23 @@ int pts_perf_scan(struct pts_perf *perf)
 	struct pts_perf_error err;
 	pts_perf_cursor_init(perf, &cur);
 	for (;;) {
-		uint64_t len;
-		if (cur.pos >= s->data_end)
+		uint64_t pos, len;
+		int step = pts_perf_step(perf, &cur, &pos, &len, &err);
+		if (step == 0)
 			break;
-		if (pts_perf_frame(perf, cur.pos, &len, &err) < 0) {
-			perf->damage = err;
-			s->data_end = cur.pos; /* readers stop where we did */
+		if (step < 0) {
+			/* A corrupt COMPRESSED payload (found first, while
+			 * inflating) is the cause of what fails after it. */
+			if (!perf->zdamage)
+				perf->damage = err;
+			/* Readers stop where we did (inside COMPRESSED data
+			 * their walk stops at the same record). */
+			if (pos < perf->size)
+				s->data_end = pos;
 			break;
 		}
-		uint64_t pos = cur.pos;
-		cur.pos += len;
 		s->nr_records++;
-		uint32_t type = pts_rd32(perf->data + pos);
+		uint32_t type = pts_rd32(pts_perf_at(perf, pos));
 		if (type < PTS_PERF_RECORD_MAX)
 			s->record_counts[type]++;
 		if (pts_perf_decode(perf, pos, &rec, &err) < 0) {

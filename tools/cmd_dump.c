@@ -3,6 +3,7 @@
  * decoder, so memory does not grow with the trace; decode errors show at
  * their offset and decoding resumes at the next PSB. */
 #include "cli.h"
+#include "progress.h"
 #include "commands.h"
 #include "dump_drain.h"
 
@@ -121,8 +122,6 @@ static void emit_packets(void *ctx, const struct pts_packet *pkts, int n)
 {
 	struct dump *d = ctx;
 
-	if (d->quiet)
-		return;
 	for (int i = 0; i < n; i++) {
 		char *p = pts_out_reserve(&d->out, LINE_MAX_);
 		const size_t room = pts_out_room(&d->out) - 1; /* '\n' */
@@ -178,12 +177,19 @@ static void print_summary(const struct dump *d, uint64_t bytes, double secs)
 static int run(struct dump *d, struct pts_source *src)
 {
 	struct pts_input chunk;
+	struct pts_progress progress;
 	const double t0 = pts_cli_now();
 	int r, status = PTS_EXIT_OK;
 
-	while ((r = pts_source_next(src, &chunk)) == 1)
+	pts_progress_start(&progress, stderr, cmd,
+			   pts_progress_file_size(d->trace), t0);
+	while ((r = pts_source_next(src, &chunk)) == 1) {
 		if (stuck(d, pts_dump_drain(&d->drain, &chunk)))
 			break;
+		pts_progress_update(&progress, pts_source_bytes(src),
+				    pts_cli_now());
+	}
+	pts_progress_end(&progress);
 	if (r < 0) {
 		pts_cli_error(cmd, "cannot read %s: %s", d->trace,
 			      pts_strerror(r));
@@ -220,7 +226,8 @@ int pts_cmd_dump(int argc, char **argv)
 	if (pts_cli_open_trace(cmd, d.trace, &src) < 0)
 		return PTS_EXIT_USAGE;
 	d.drain.dec = pts_pkt_decoder_new(&d.config);
-	d.drain.on_packets = emit_packets;
+	/* --quiet: only counts, which the decoder's counting path gives. */
+	d.drain.on_packets = d.quiet ? NULL : emit_packets;
 	d.drain.on_condition = emit_condition;
 	d.drain.ctx = &d;
 	if (!d.drain.dec || pts_out_init(&d.out, stdout, (size_t)1 << 20) < 0) {

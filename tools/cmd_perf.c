@@ -83,6 +83,11 @@ static void help(void)
 	      "      --enclave=SPEC windows: an enclave, as `ptscope windows`\n"
 	      "      --lastip       dump, ptdump: show the last-IP\n"
 	      "      --no-offset    dump, ptdump: leave out the offset column\n"
+	      "      --order=ORDER  dump, flow: with several queues, print\n"
+	      "                     in time order (time: default of flow, as\n"
+	      "                     perf script) or queue after queue (queue:\n"
+	      "                     default of dump, as perf report -D);\n"
+	      "                     without time conversion always by queue\n"
 	      "  -q, --quiet        dump, flow: print only the summary on stderr\n"
 	      "  -v, --verbose      info: also list every mapped file\n"
 	      "  -h, --help         this text\n"
@@ -120,6 +125,7 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 		{"verify", no_argument, NULL, 'V'},
 		{"enclave", required_argument, NULL, 'E'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"order", required_argument, NULL, 'Q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -162,6 +168,16 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 		}
 		case 'n':
 			pc->no_inst = 1;
+			break;
+		case 'Q':
+			if (strcmp(optarg, "time") == 0)
+				pc->order_by = ORDER_TIME;
+			else if (strcmp(optarg, "queue") == 0)
+				pc->order_by = ORDER_QUEUE;
+			else
+				return pts_cli_usage_error(
+					cmd, "--order: expected time or queue, "
+					     "got '%s'", optarg);
 			break;
 		case 'V':
 			pc->verify = 1;
@@ -208,6 +224,10 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 			continue;
 		pc->action = (enum perf_action)i;
 		pc->path = argv[optind + 1];
+		if (pc->order_by != ORDER_DEFAULT && i != ACTION_DUMP &&
+		    i != ACTION_FLOW)
+			return pts_cli_usage_error(cmd, "--order: only dump "
+							"and flow print in an order");
 		if (pc->format == FORMAT_DEFAULT || i == ACTION_INFO)
 			pc->format = formats[i][0];
 		for (int k = 0; k < 3; k++)
@@ -294,6 +314,7 @@ static void emit_packet(struct queue_walk *w, const struct pts_packet *pkt)
 	}
 	if (!line_wanted(w))
 		return;
+	pts_perfcmd_mark(w->pc, w->time);
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
 	if (w->pc->format == FORMAT_PTDUMP) {
@@ -318,6 +339,7 @@ static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
 
 	if (!line_wanted(w))
 		return;
+	pts_perfcmd_mark(w->pc, w->time);
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
 	if (w->pc->format == FORMAT_PTDUMP) {
@@ -338,6 +360,7 @@ static void comment(struct queue_walk *w, const char *fmt, ...)
 {
 	if (!w->print || w->pc->format != FORMAT_PTDUMP)
 		return;
+	pts_perfcmd_mark(w->pc, w->time);
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
 	va_list ap;
@@ -395,44 +418,13 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 		if (rc != -PTS_ERR_NO_PROGRESS)
 			rc = pts_dump_drain(&w->drain, &in);
 		soff += w->buf->use_size;
+		pts_perfcmd_progress(pc, w->buf->use_size);
 	}
 	if (rc != -PTS_ERR_NO_PROGRESS)
 		rc = pts_dump_drain_end(&w->drain);
 	pts_pkt_decoder_free(w->drain.dec);
 	w->drain.dec = NULL;
 	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;
-}
-
-int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
-			       const struct pts_perf_queue *q)
-{
-	if (pc->cpu >= 0 && q->cpu != pc->cpu)
-		return 0;
-	/* per-thread queues match by their tid; per-cpu ones are filtered
-	 * line by line */
-	if (pc->tid >= 0 && q->cpu < 0 && q->tid != pc->tid)
-		return 0;
-	return 1;
-}
-
-void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
-			    perf_queue_fn *run, void *ctx,
-			    struct perf_totals *t)
-{
-	memset(t, 0, sizeof(*t));
-	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++) {
-		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
-		if (!pts_perfcmd_queue_selected(pc, q))
-			continue;
-		int rc = run(pc, i, ctx, &t->items, &t->errors);
-		if (rc < 0) {
-			pts_cli_error(action, "queue %" PRIu32 ": %s", q->idx,
-				      pts_strerror(rc));
-			t->failed = 1;
-		}
-		t->queues++;
-		t->bytes += q->bytes;
-	}
 }
 
 int pts_perfcmd_next_mmap(struct perf_cmd *pc, struct pts_perf_cursor *cur,
@@ -621,9 +613,13 @@ static uint64_t info_queues(struct perf_cmd *pc)
 				pts_perf_queue_buffer(pc->perf, i, j);
 			outf(pc, "    buffer %-3" PRIu32 " file 0x%" PRIx64
 				 ", %" PRIu64 " bytes, aux offset 0x%" PRIx64
-				 ", reference 0x%" PRIx64 "%s\n",
+				 ", reference 0x%" PRIx64 "%s",
 			     j, b->data_offset, b->use_size, b->aux_offset,
 			     b->reference, b->consecutive ? ", continues" : "");
+			if (b->skip)
+				outf(pc, ", %" PRIu64 " repeated bytes skipped",
+				     b->skip);
+			outf(pc, "\n");
 		}
 	}
 	outf(pc, "packets:     %" PRIu64 " (%" PRIu64

@@ -31,6 +31,10 @@ static void help(void)
 	      "      --perf-data=FILE  the trace in a perf.data file that Linux\n"
 	      "                        perf decodes (one thread, MMAPs of the\n"
 	      "                        images, 1 TSC tick = 1 ns)\n"
+	      "      --perf-data-zstd[=all]  write it as `perf record -z`\n"
+	      "                        does: sideband in zstd COMPRESSED\n"
+	      "                        records; =all: the AUXTRACE data too\n"
+	      "                        (ptscope reads that, perf does not)\n"
 	      "      --topa=SPEC       also TRACE.desc, tables and regions:\n"
 	      "                        the trace in a ToPA layout (syntax in\n"
 	      "                        ptscope/topa.h: 4K,8K:int/16K:stop@1)\n"
@@ -75,7 +79,8 @@ enum {
 	OPT_RET_NOCOMP, OPT_LONG_TNT, OPT_USER_ONLY, OPT_FILTER, OPT_STOP,
 	OPT_CR3, OPT_CR3_MATCH, OPT_TSC, OPT_MTC, OPT_CYC, OPT_CPI,
 	OPT_TSC_RATIO, OPT_NOM, OPT_CBR, OPT_FREQ_RATE, OPT_ASYNC, OPT_OVF,
-	OPT_OVF_LEN, OPT_ENCLAVE, OPT_AEX, OPT_TOPA, OPT_PERF_DATA
+	OPT_OVF_LEN, OPT_ENCLAVE, OPT_AEX, OPT_TOPA, OPT_PERF_DATA,
+	OPT_PERF_ZSTD
 };
 
 static const struct option longopts[] = {
@@ -86,6 +91,7 @@ static const struct option longopts[] = {
 	{"visible", required_argument, NULL, OPT_VISIBLE},
 	{"config-out", required_argument, NULL, OPT_CONFIG_OUT},
 	{"perf-data", required_argument, NULL, OPT_PERF_DATA},
+	{"perf-data-zstd", optional_argument, NULL, OPT_PERF_ZSTD},
 	{"insns", required_argument, NULL, OPT_INSNS},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"start", required_argument, NULL, OPT_START},
@@ -122,6 +128,7 @@ struct synth_cli {
 	struct syn_options o;
 	const char *walk, *output, *truth, *visible, *config_out, *start;
 	const char *perf_data;
+	int perf_zstd; /* pts_perf_write_opts.compress */
 	const char *topa;
 	char **run_argv;
 	const char *ranges[4];
@@ -255,6 +262,13 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		case OPT_VISIBLE: c->visible = optarg; break;
 		case OPT_CONFIG_OUT: c->config_out = optarg; break;
 		case OPT_PERF_DATA: c->perf_data = optarg; break;
+		case OPT_PERF_ZSTD:
+			if (optarg && strcmp(optarg, "all") != 0)
+				return pts_cli_usage_error(cmd, "--perf-data-zstd "
+							  "takes no value or "
+							  "=all");
+			c->perf_zstd = optarg ? 2 : 1;
+			break;
 		case OPT_START: c->start = optarg; break;
 		case OPT_INSNS:
 			bad = pts_cli_parse_u64(cmd, "--insns", optarg,
@@ -603,10 +617,16 @@ done:
 	out = NULL;
 	if (status == PTS_EXIT_OK && c.perf_data)
 		syn_options_to_config(&c.o, &cfg); /* without --config-out too */
-	if (status == PTS_EXIT_OK && c.perf_data &&
-	    pts_synth_perf_data(c.output, &cfg, c.walk ? "synth" : c.run_argv[0],
-				c.perf_data) < 0) {
-		pts_cli_error(cmd, "cannot write %s", c.perf_data);
+	int perr = 0;
+	if (status == PTS_EXIT_OK && c.perf_data)
+		perr = pts_synth_perf_data(c.output, &cfg,
+					   c.walk ? "synth" : c.run_argv[0],
+					   c.perf_data, c.perf_zstd);
+	if (perr < 0) {
+		pts_cli_error(cmd, "cannot write %s%s", c.perf_data,
+			      perr == -PTS_ERR_UNSUPPORTED
+				      ? ": ptscope was built without libzstd"
+				      : "");
 		status = PTS_EXIT_USAGE;
 	}
 	if (ftruth)

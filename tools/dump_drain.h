@@ -21,7 +21,8 @@ struct dump_drain {
 	uint64_t skipped; /* bytes */
 	unsigned stuck;   /* conditions in a row without progress */
 	/* Called with every batch of packets and every condition (with its
-	 * byte range), after they are counted. */
+	 * byte range), after they are counted. @on_packets may be NULL: then
+	 * packets are only counted (pts_pkt_count_batch(), faster). */
 	void (*on_packets)(void *ctx, const struct pts_packet *pkts, int n);
 	void (*on_condition)(void *ctx, int err, uint64_t begin, uint64_t end);
 	void *ctx;

@@ -13,7 +13,21 @@ int pts_trace_input_open(const char *cmd, const char *path,
 			 struct pts_trace_input *in)
 {
 	memset(in, 0, sizeof(*in));
-	return pts_cli_open_trace(cmd, path, &in->src);
+	if (pts_cli_open_trace(cmd, path, &in->src) < 0)
+		return -1;
+	pts_progress_start(&in->progress, stderr, cmd,
+			   pts_progress_file_size(path), pts_cli_now());
+	return 0;
+}
+
+/* Reading a linearized buffer: its linear size is the total. */
+static void start_topa_progress(const char *cmd, struct pts_trace_input *in)
+{
+	struct pts_topa_info info;
+	memset(&info, 0, sizeof(info));
+	pts_topa_get_info(in->topa, &info);
+	pts_progress_start(&in->progress, stderr, cmd, info.linear_size,
+			   pts_cli_now());
 }
 
 int pts_trace_input_open_topa(const char *cmd, const char *desc,
@@ -37,6 +51,7 @@ int pts_trace_input_open_topa(const char *cmd, const char *desc,
 	}
 	in->topa = t;
 	in->own_topa = 1;
+	start_topa_progress(cmd, in);
 	return 0;
 }
 
@@ -45,6 +60,7 @@ void pts_trace_input_topa(struct pts_trace_input *in, struct pts_topa *topa)
 	memset(in, 0, sizeof(*in));
 	in->topa = topa;
 	pts_topa_rewind(topa);
+	start_topa_progress("topa", in);
 }
 
 int pts_trace_input_next(struct pts_trace_input *in, struct pts_input *chunk)
@@ -52,13 +68,19 @@ int pts_trace_input_next(struct pts_trace_input *in, struct pts_input *chunk)
 	int r = in->src ? pts_source_next(in->src, chunk)
 		: in->topa ? pts_topa_next(in->topa, chunk)
 			   : 0;
-	if (r == 1)
+	if (r == 1) {
 		in->bytes += chunk->size;
+		pts_progress_update(&in->progress, in->bytes, pts_cli_now());
+	} else {
+		/* Erased before the command prints its summary. */
+		pts_progress_end(&in->progress);
+	}
 	return r;
 }
 
 void pts_trace_input_close(struct pts_trace_input *in)
 {
+	pts_progress_end(&in->progress);
 	pts_source_close(in->src);
 	in->src = NULL;
 	if (in->own_topa)

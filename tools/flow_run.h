@@ -8,6 +8,8 @@
 #include <ptscope/packets.h>
 #include <ptscope/topa.h>
 
+#include "progress.h"
+
 #include <getopt.h>
 
 /* A trace in chunks: a raw file (or standard input) or the slices of a
@@ -17,6 +19,7 @@ struct pts_trace_input {
 	struct pts_topa *topa;  /* borrowed, unless @own_topa */
 	int own_topa;
 	uint64_t bytes;         /* handed out so far */
+	struct pts_progress progress; /* ends with the input */
 };
 
 /* Opens the trace @path ("-": standard input). Returns 0, or prints why

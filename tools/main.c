@@ -1,5 +1,6 @@
 /* ptscope: one executable, one subcommand per file (cmd_*.c). */
 #include "commands.h"
+#include "progress.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,14 +27,18 @@ static const struct subcommand subcommands[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: ptscope COMMAND [OPTIONS] ...\n\n"
+	fprintf(out, "usage: ptscope [--progress|--no-progress] COMMAND [OPTIONS] ...\n\n"
 		     "Intel Processor Trace decoder that says what a trace shows and "
 		     "what it hides.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		fprintf(out, "  %-10s %s\n", subcommands[i].name,
 			subcommands[i].summary);
 	fprintf(out, "  %-10s %s\n", "help", "this text, or `help COMMAND`");
-	fprintf(out, "\n`ptscope COMMAND --help` describes a command.\n");
+	fprintf(out, "\n`ptscope COMMAND --help` describes a command.\n"
+		     "Runs longer than a second show a progress line on stderr when it\n"
+		     "is a terminal and stdout is not; --progress forces it (one line every %g s in a\n"
+		     "log), --no-progress turns it off.\n",
+		PTS_PROGRESS_LOG_PERIOD);
 }
 
 static const struct subcommand *find(const char *name)
@@ -44,8 +49,26 @@ static const struct subcommand *find(const char *name)
 	return NULL;
 }
 
+/* Takes the global options before COMMAND; returns how many there were. */
+static int global_options(int argc, char **argv)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		if (strcmp(argv[i], "--progress") == 0)
+			pts_progress_mode = PTS_PROGRESS_ALWAYS;
+		else if (strcmp(argv[i], "--no-progress") == 0)
+			pts_progress_mode = PTS_PROGRESS_NEVER;
+		else
+			break;
+	}
+	return i - 1;
+}
+
 int main(int argc, char **argv)
 {
+	int skip = global_options(argc, argv);
+	argc -= skip;
+	argv += skip;
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

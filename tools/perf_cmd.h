@@ -4,6 +4,7 @@
 #define PTS_TOOLS_PERF_CMD_H
 
 #include "cli.h"
+#include "progress.h"
 
 #include <ptscope/perfdata.h>
 
@@ -37,10 +38,28 @@ struct perf_cmd {
 	const char *path;
 	struct pts_print_opts popts;
 
+	/* --order: ORDER_DEFAULT is time for flow, queue for dump. */
+	enum { ORDER_DEFAULT, ORDER_TIME, ORDER_QUEUE } order_by;
+
 	struct pts_perf *perf;
 	struct pts_perf_time_conv tc;
 	struct pts_out out;
+	/* Output in time order (perf_order.h): set while the queues run
+	 * when more than one is selected and times are known; NULL: each
+	 * queue's output as it comes. */
+	struct perf_order *order;
+	/* Over the AUX bytes of the selected queues, per buffer decoded. */
+	struct pts_progress progress;
+	uint64_t progress_done;
 };
+
+/* Counts @bytes of AUX data as decoded (after each buffer). */
+void pts_perfcmd_progress(struct perf_cmd *pc, uint64_t bytes);
+
+struct perf_order;
+/* The time of what an action writes next (for --order time); a no-op
+ * when the output is not being ordered. */
+void pts_perfcmd_mark(struct perf_cmd *pc, uint64_t time);
 
 /* Queue @q passes --cpu and (per-thread queues) --tid. */
 int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
@@ -70,6 +89,10 @@ void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
  * returns 1 with it in @rec; returns 0 at the end. */
 int pts_perfcmd_next_mmap(struct perf_cmd *pc, struct pts_perf_cursor *cur,
 			  struct pts_perf_record *rec);
+
+/* Grows the array @*arr (elements of @elem bytes, @*cap of them) so that
+ * @need fit, doubling. Returns 0, or -PTS_ERR_NOMEM (@*arr unchanged). */
+int pts_perfcmd_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
 /* Appends @s (@len bytes) JSON-escaped at @p (@room bytes); returns the
  * length written. */

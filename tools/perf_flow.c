@@ -4,7 +4,10 @@
  * gets the time perf's decoder would give it, so that `--format perf` can be
  * diffed line by line against `perf script --itrace=i0ns`. */
 #include "flow_print.h"
+#include "perf_clockwalk.h"
 #include "perf_cmd.h"
+#include "perf_images.h"
+#include "perf_procs.h"
 
 #include <ptscope/decoder.h>
 
@@ -16,192 +19,17 @@
 static const char cmd[] = "perf flow";
 
 #define MAX_RECS 512
-#define STUCK_LIMIT 64
 #define MAX_LOSSES 4096
 #define FIELDS_MAX 256
+#define PIP_SIZE 8 /* what pts_perfprocs_pip() writes */
+#define NEED_CACHE_BITS 12 /* 4096 runs whose last instruction is known */
+#define NEED_CACHE (1u << NEED_CACHE_BITS)
 
-/* ------------------------------------------------------------------------ */
-/* Images: the MMAP/MMAP2 records of the queue's process.                   */
-
-/* ELF e_type of @path: 2 executable (linked at its addresses), 3 shared
- * object or PIE, 0 not an ELF file. */
-static int elf_type(const char *path)
-{
-	unsigned char h[18];
-	FILE *f = fopen(path, "rb");
-	size_t n = f ? fread(h, 1, sizeof(h), f) : 0;
-	if (f)
-		fclose(f);
-	if (n < sizeof(h) || memcmp(h, "\177ELF", 4) != 0)
-		return 0;
-	return h[16] | h[17] << 8;
-}
-
-struct image_load {
-	uint32_t maps, found;
-	char missing[256]; /* the first file not found */
+/* What the last instruction of a run needs, by run id (direct-mapped). */
+struct need_slot {
+	uint64_t run;
+	uint8_t need; /* enum clockwalk_need */
 };
-
-/* Maps one MMAP: the file's bytes at the mapped range (exactly what the
- * process saw), and, for ELF files, its symbols (for --format perf). */
-static void add_map(struct perf_cmd *pc, struct pts_image *img,
-		    const struct pts_perf_mmap *m, struct image_load *ld)
-{
-	struct pts_perf_image_opts io = {0};
-	char path[4096];
-	io.sysroot = pc->sysroot;
-	io.remaps = pc->remaps;
-	io.nr_remaps = pc->nr_remaps;
-	ld->maps++;
-	if (pts_perf_image_path(pc->perf, &io, m->filename.ptr, m->filename.len,
-				m->build_id_size ? m->build_id : NULL,
-				m->build_id_size, path, sizeof(path)) != 1) {
-		if (!ld->missing[0])
-			snprintf(ld->missing, sizeof(ld->missing), "%.*s",
-				 (int)m->filename.len, m->filename.ptr);
-		return;
-	}
-	ld->found++;
-	int type = elf_type(path);
-	/* An ELF file brings its symbols (for --format perf): an executable
-	 * is linked where it runs; a shared object or PIE is taken to have
-	 * its first segment at file offset 0, address 0. Other files (raw
-	 * dumps), or an ELF that does not load, are mapped byte for byte. */
-	if ((type == 2 || type == 3) &&
-	    pts_image_add_elf(img, 0, path, type == 2 ? 0 : m->addr - m->pgoff) > 0)
-		return;
-	if (pts_image_add_raw(img, 0, path, m->pgoff, m->pgoff + m->len,
-			      m->addr) < 0)
-		pts_image_add_raw(img, 0, path, m->pgoff, 0, m->addr);
-}
-
-/* Anonymous memory, [vdso], [heap] ...: no file to read code from. */
-static int is_file(const struct pts_perf_str *fn)
-{
-	return fn->len > 1 && fn->ptr[0] == '/' &&
-	       !(fn->len >= 6 && memcmp(fn->ptr, "//anon", 6) == 0) &&
-	       !(fn->len >= 5 && memcmp(fn->ptr, "/dev/", 5) == 0) &&
-	       !(fn->len >= 8 && memcmp(fn->ptr, "/memfd:", 7) == 0);
-}
-
-/* Loads every MMAP of process @pid (all user maps when @pid < 0) and every
- * kernel map, in file order (a later map replaces an earlier one). */
-static int load_images(struct perf_cmd *pc, struct pts_image *img, int32_t pid)
-{
-	struct pts_perf_cursor cur;
-	struct pts_perf_record rec;
-	struct image_load ld = {0};
-	pts_perf_cursor_init(pc->perf, &cur);
-	while (pts_perfcmd_next_mmap(pc, &cur, &rec)) {
-		const struct pts_perf_mmap *m = &rec.u.mmap;
-		int kernel = m->cpumode == 1;
-		if ((!kernel && pid >= 0 && (int32_t)m->pid != pid) ||
-		    !is_file(&m->filename))
-			continue;
-		add_map(pc, img, m, &ld);
-	}
-	if (ld.found < ld.maps && !pc->quiet)
-		pts_cli_error(cmd, "%" PRIu32 " of %" PRIu32 " mapped files not "
-			      "found (first: %s); try --sysroot or --remap",
-			      ld.maps - ld.found, ld.maps, ld.missing);
-	return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Time: a second packet decoder walks the queue just ahead of the flow.   */
-/*
- * perf stamps an instruction with the time its decoder had when it fetched
- * the packet that made it walk that instruction (a TNT, TIP, FUP, ...): all
- * timing packets (TSC, TMA, MTC) before that packet count. The flow
- * decoder tags a run of instructions with the packet it last consumed, so
- * the time of a run is the time just before the first flow packet after
- * that offset.
- */
-struct clock_walk {
-	struct perf_cmd *pc;
-	uint32_t qi, j, nr_buffers;
-	uint64_t soff; /* stream offset of buffer j */
-	struct pts_pkt_decoder *dec;
-	struct pts_input in;
-	struct pts_perf_clock clock;
-	struct pts_packet pending; /* the flow packet we stopped at */
-	int have_pending, ended;
-	uint64_t stamp; /* perf keeps a queue's sample time monotonic */
-};
-
-static int is_flow_packet(int kind)
-{
-	switch (kind) {
-	case PTS_PKT_TNT8: case PTS_PKT_TNT64: case PTS_PKT_TIP:
-	case PTS_PKT_TIP_PGE: case PTS_PKT_TIP_PGD: case PTS_PKT_FUP:
-	case PTS_PKT_OVF: case PTS_PKT_PSB:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* The next buffer into @in; 0 at the end of the queue. */
-static int clock_next_buffer(struct clock_walk *c)
-{
-	if (c->j >= c->nr_buffers)
-		return 0;
-	const struct pts_perf_buffer *b =
-		pts_perf_queue_buffer(c->pc->perf, c->qi, c->j);
-	if (c->j == 0 || !b->consecutive) {
-		pts_perf_clock_buffer(&c->clock, b->reference);
-		if (c->j > 0)
-			pts_pkt_reset(c->dec, c->soff, 0);
-	}
-	c->in = (struct pts_input){b->data, (size_t)b->use_size, 0};
-	c->soff += b->use_size;
-	c->j++;
-	return 1;
-}
-
-/* perf's TSC value for instructions the flow tagged with offset @off. */
-static uint64_t clock_at(struct clock_walk *c, uint64_t off)
-{
-	unsigned stuck = 0;
-	while (!c->ended) {
-		if (c->have_pending) {
-			if (c->pending.offset > off)
-				break;
-			c->have_pending = 0;
-		}
-		struct pts_packet pkt;
-		int rc = pts_pkt_next(c->dec, &c->in, &pkt);
-		if (rc > 0) {
-			stuck = 0;
-			if (is_flow_packet(pkt.kind)) {
-				c->pending = pkt;
-				c->have_pending = 1;
-			} else {
-				pts_perf_clock_packet(&c->clock, &pkt);
-			}
-		} else if (rc == -PTS_ERR_AGAIN) {
-			/* a buffer that does not continue its predecessor
-			 * ends the stream there */
-			const struct pts_perf_buffer *b =
-				c->j < c->nr_buffers
-					? pts_perf_queue_buffer(c->pc->perf,
-								c->qi, c->j)
-					: NULL;
-			if (!b || !b->consecutive)
-				pts_pkt_end(c->dec);
-			if (b && b->consecutive)
-				clock_next_buffer(c);
-		} else if (rc == -PTS_ERR_EOS) {
-			if (!clock_next_buffer(c))
-				c->ended = 1;
-		} else if (++stuck > STUCK_LIMIT) {
-			c->ended = 1; /* skipped bytes, bad packets: go on */
-		}
-	}
-	if (c->clock.timestamp > c->stamp)
-		c->stamp = c->clock.timestamp;
-	return c->stamp;
-}
 
 /* ------------------------------------------------------------------------ */
 /* One queue.                                                                */
@@ -215,18 +43,103 @@ struct queue_flow {
 	struct clock_walk clock;
 	int timed;
 	uint64_t time; /* perf ns of the current record (timed) */
+	/* INSNS: perf ns of the instructions before @split (@time: the
+	 * others) and of the last one */
+	uint64_t time_head, time_last;
+	uint32_t split;
+	struct pts_insn_classifier *cls;
+	struct need_slot *needs;
 	int32_t pid, tid;
 	struct pts_perf_str comm;
 	uint64_t insns, errors, events;
+	struct perf_maps *maps;
+	/* Per-cpu queues: the PIPs that tell the walker which process runs
+	 * (perf_procs.h). The walker counts them in its stream offsets:
+	 * @fed_at[k] is where the k-th one sat in the walker's stream. */
+	struct perf_procs procs;
+	uint64_t *fed_at;
+	uint32_t nfed;
+	uint64_t shift; /* bytes inserted so far */
 };
 
-/* The thread and time of record @r. */
+/* The stream offset of walker offset @w; 0 for the inserted PIP itself. */
+static int real_offset(const struct queue_flow *f, uint64_t w, uint64_t *off)
+{
+	uint32_t lo = 0, hi = f->nfed; /* first fed_at > w */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (f->fed_at[mid] <= w)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && f->fed_at[lo - 1] == w)
+		return 0;
+	*off = w - (uint64_t)lo * PIP_SIZE;
+	return 1;
+}
+
+static int need_of_class(int iclass)
+{
+	switch (iclass) {
+	case PTS_INSN_JCC:
+		return CW_BIT;
+	case PTS_INSN_RET:
+		return CW_RET;
+	case PTS_INSN_JMP_IND: case PTS_INSN_CALL_IND: case PTS_INSN_FAR:
+		return CW_TIP;
+	default:
+		/* ENCLU too: perf's decoder takes it for a plain one */
+		return CW_NONE;
+	}
+}
+
+/* What the last instruction of run @r needs from the trace (perf's view). */
+static int run_need(struct queue_flow *f, const struct pts_flow_rec *r)
+{
+	struct need_slot *slot = NULL;
+	if (r->run && f->needs) {
+		/* Hashed: a run id keeps its block in the high bits and the
+		 * run's place in the block in the low ones. */
+		slot = &f->needs[(r->run * 0x9e3779b97f4a7c15ull) >>
+				 (64 - NEED_CACHE_BITS)];
+		if (slot->run == r->run)
+			return slot->need;
+	}
+	struct pts_insn_info info;
+	int need = CW_NONE;
+	if (f->cls && pts_insn_decode(f->cls, f->img, r->cr3, r->mode,
+				      r->ips[r->n - 1], &info) > 0)
+		need = need_of_class(info.iclass);
+	if (slot) {
+		slot->run = r->run;
+		slot->need = (uint8_t)need;
+	}
+	return need;
+}
+
+/* The thread and time of record @r: perf's sample times (perf_clockwalk.h),
+ * one for all but the last instruction of a run and one for the last. */
 static void locate(struct queue_flow *f, const struct pts_flow_rec *r)
 {
 	if (!f->timed)
 		return;
-	uint64_t tsc = clock_at(&f->clock, r->offset);
-	f->time = pts_perf_tsc_to_time(&f->pc->tc, tsc);
+	struct clockwalk_times t = {0};
+	if (r->kind == PTS_FLOW_INSNS) {
+		pts_clockwalk_run(&f->clock, r->ips, r->n, run_need(f, r), &t);
+	} else if (r->kind == PTS_FLOW_ERROR) {
+		t.head = t.body = t.last = pts_clockwalk_error(&f->clock);
+	} else {
+		int async = r->kind == PTS_FLOW_EVENT &&
+			    (r->type == PTS_EV_ASYNC_BRANCH ||
+			     r->type == PTS_EV_ASYNC_DISABLED);
+		t.head = t.body = t.last = pts_clockwalk_event(&f->clock, async);
+	}
+	const struct pts_perf_time_conv *tc = &f->pc->tc;
+	f->time = pts_perf_tsc_to_time(tc, t.body);
+	f->time_head = t.head == t.body ? f->time : pts_perf_tsc_to_time(tc, t.head);
+	f->time_last = t.last == t.body ? f->time : pts_perf_tsc_to_time(tc, t.last);
+	f->split = t.split;
 	int32_t pid = -1, tid = f->q->tid;
 	if (f->q->cpu >= 0 && f->clock.stamp)
 		pts_perf_thread_at(f->pc->perf, f->q->cpu, f->time, &pid, &tid);
@@ -261,9 +174,12 @@ static void print_perf(struct queue_flow *f, const struct pts_flow_rec *r)
 			 f->comm.ptr);
 	else
 		snprintf(comm, sizeof(comm), ":%" PRId32, f->tid);
-	uint64_t secs = f->time / 1000000000u;
-	uint64_t usecs = f->time % 1000000000u / 1000u;
 	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t t = i + 1 == r->n ? f->time_last
+			     : i < f->split ? f->time_head
+					     : f->time;
+		uint64_t secs = t / 1000000000u;
+		uint64_t usecs = t % 1000000000u / 1000u;
 		const struct pts_symbol *sym =
 			pts_image_symbol_at(f->img, r->cr3, r->ips[i]);
 		char *p = pts_out_reserve(&f->pc->out, 512);
@@ -276,8 +192,32 @@ static void print_perf(struct queue_flow *f, const struct pts_flow_rec *r)
 	}
 }
 
-static void print_batch(struct queue_flow *f, const struct pts_flow_rec *recs,
-			int n)
+/* jsonl: the run in up to three pieces, each with its perf time. */
+static void print_jsonl_insns(struct queue_flow *f, struct pts_flow_printer *pr,
+			      char *fields, const struct pts_flow_rec *r)
+{
+	uint64_t body = f->time;
+	uint32_t split = f->split < r->n - 1 ? f->split : r->n - 1;
+	uint32_t cut[3] = {split, r->n - 1 - split, 1};
+	uint64_t when[3] = {f->time_head, body, f->time_last};
+	uint32_t at = 0;
+	for (int k = 0; k < 3; k++) {
+		if (!cut[k])
+			continue;
+		struct pts_flow_rec piece = *r;
+		piece.ips += at;
+		piece.sizes += at;
+		piece.ip = piece.ips[0];
+		piece.n = cut[k];
+		f->time = when[k];
+		pr->fields_len = jsonl_fields(f, fields, FIELDS_MAX);
+		pts_flow_print_insns(pr, &piece);
+		at += cut[k];
+	}
+	f->time = body;
+}
+
+static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 {
 	struct perf_cmd *pc = f->pc;
 	char fields[FIELDS_MAX];
@@ -285,7 +225,10 @@ static void print_batch(struct queue_flow *f, const struct pts_flow_rec *recs,
 				      pc->format == FORMAT_JSONL,
 				      (uint8_t)pc->no_inst, fields, 0};
 	for (int i = 0; i < n; i++) {
-		const struct pts_flow_rec *r = &recs[i];
+		struct pts_flow_rec *r = &recs[i];
+		/* the inserted PIPs are ours: their events are not shown */
+		if (f->nfed && !real_offset(f, r->offset, &r->offset))
+			continue;
 		f->insns += r->kind == PTS_FLOW_INSNS ? r->n : 0;
 		f->errors += r->kind == PTS_FLOW_ERROR;
 		f->events += r->kind == PTS_FLOW_EVENT;
@@ -293,6 +236,7 @@ static void print_batch(struct queue_flow *f, const struct pts_flow_rec *recs,
 		locate(f, r);
 		if (pc->quiet || (pc->tid >= 0 && f->tid != pc->tid))
 			continue;
+		pts_perfcmd_mark(pc, f->time);
 		if (pc->format == FORMAT_PERF) {
 			if (r->kind == PTS_FLOW_INSNS)
 				print_perf(f, r);
@@ -300,7 +244,9 @@ static void print_batch(struct queue_flow *f, const struct pts_flow_rec *recs,
 		}
 		if (pr.jsonl)
 			pr.fields_len = jsonl_fields(f, fields, sizeof(fields));
-		if (r->kind == PTS_FLOW_INSNS)
+		if (r->kind == PTS_FLOW_INSNS && pr.jsonl)
+			print_jsonl_insns(f, &pr, fields, r);
+		else if (r->kind == PTS_FLOW_INSNS)
 			pts_flow_print_insns(&pr, r);
 		else if (r->kind == PTS_FLOW_EVENT)
 			pts_flow_print_event(&pr, r);
@@ -316,6 +262,7 @@ static void print_break(struct queue_flow *f, uint64_t off, const char *why)
 	struct perf_cmd *pc = f->pc;
 	if (pc->quiet || pc->format == FORMAT_PERF)
 		return;
+	pts_perfcmd_mark(pc, f->time);
 	char *p = pts_out_reserve(&pc->out, 512);
 	size_t room = pts_out_room(&pc->out);
 	int n;
@@ -357,22 +304,62 @@ static int pump(struct queue_flow *f, struct pts_input *in,
 static int restart(struct queue_flow *f, uint64_t soff)
 {
 	struct pts_flow_config fc = {0};
-	fc.base_offset = soff;
+	fc.base_offset = soff + f->shift;
 	pts_flow_free(f->flow);
 	f->flow = pts_flow_new(&fc, f->img);
 	return f->flow ? 0 : -PTS_ERR_NOMEM;
 }
 
-/* Feeds the queue's buffers, cut at the AUX losses; each cut and each
- * buffer that does not continue the one before restarts the walker. */
+/* The next place at or after stream offset @at, below @end, where the
+ * feed must stop: an AUX loss (*@loss set) or a PIP to insert. @end when
+ * there is none. */
+static uint64_t next_cut(struct queue_flow *f, const uint64_t *losses,
+			 uint32_t nl, uint32_t *li, uint32_t *pi, uint64_t at,
+			 uint64_t end, int *loss)
+{
+	const struct perf_procs *p = &f->procs;
+	while (*li < nl && losses[*li] <= at)
+		(*li)++;
+	while (*pi < p->n && p->inj[*pi].offset < at)
+		(*pi)++;
+	uint64_t cut = end;
+	*loss = 0;
+	if (*pi < p->n && p->inj[*pi].offset < cut)
+		cut = p->inj[*pi].offset;
+	if (*li < nl && losses[*li] < end && losses[*li] <= cut) {
+		cut = losses[*li];
+		*loss = 1;
+	}
+	return cut;
+}
+
+/* Feeds the PIP of the process that starts at stream offset @at. */
+static int feed_pip(struct queue_flow *f, uint64_t cr3, uint64_t at,
+		    struct pts_flow_rec *recs)
+{
+	uint8_t pip[16];
+	int len = pts_perfprocs_pip(cr3, pip, sizeof(pip));
+	if (len != PIP_SIZE)
+		return -PTS_ERR_INVALID;
+	f->fed_at[f->nfed++] = at + f->shift;
+	f->shift += PIP_SIZE;
+	struct pts_input in = {pip, PIP_SIZE, 0};
+	return pump(f, &in, recs);
+}
+
+/* Feeds the queue's buffers, cut at the AUX losses and where a PIP goes
+ * in. A loss or a buffer that does not continue the one before restarts
+ * the walker. */
 static int walk(struct queue_flow *f, struct pts_flow_rec *recs)
 {
 	static uint64_t losses[MAX_LOSSES];
 	uint32_t nl = pts_perf_queue_losses(f->pc->perf, f->qi, losses,
 					    MAX_LOSSES);
-	uint32_t li = 0;
+	uint32_t li = 0, pi = 0;
 	uint64_t soff = 0;
 	int rc = restart(f, 0);
+	if (nl > MAX_LOSSES)
+		nl = MAX_LOSSES;
 	for (uint32_t j = 0; j < f->q->nr_buffers && rc == 0; j++) {
 		const struct pts_perf_buffer *b =
 			pts_perf_queue_buffer(f->pc->perf, f->qi, j);
@@ -384,34 +371,89 @@ static int walk(struct queue_flow *f, struct pts_flow_rec *recs)
 		}
 		uint64_t pos = 0;
 		while (rc == 0 && pos < b->use_size) {
-			uint64_t end = b->use_size;
-			while (li < nl && li < MAX_LOSSES && losses[li] <= soff + pos)
-				li++;
-			int cut = li < nl && li < MAX_LOSSES &&
-				  losses[li] < soff + end;
-			if (cut)
-				end = losses[li] - soff;
+			int loss;
+			uint64_t end = next_cut(f, losses, nl, &li, &pi,
+						soff + pos, soff + b->use_size,
+						&loss) - soff;
 			struct pts_input in = {b->data + pos, (size_t)(end - pos), 0};
 			rc = pump(f, &in, recs);
 			pos = end;
-			if (cut && rc == 0) {
+			if (rc == 0 && loss) {
 				rc = pump(f, NULL, recs);
 				print_break(f, soff + pos, "aux truncated");
+				li++;
 				if (rc == 0)
 					rc = restart(f, soff + pos);
 			}
+			if (rc == 0 && pi < f->procs.n &&
+			    f->procs.inj[pi].offset == soff + pos) {
+				rc = feed_pip(f, f->procs.inj[pi].cr3, soff + pos,
+					      recs);
+				pi++;
+			}
 		}
 		soff += b->use_size;
+		pts_perfcmd_progress(f->pc, b->use_size);
 	}
 	if (rc == 0)
 		rc = pump(f, NULL, recs);
 	return rc;
 }
 
-static int run_queue(struct perf_cmd *pc, uint32_t qi,
-		     struct pts_flow_rec *recs, struct queue_flow *f)
+/* Whether a queue holds one CPU's trace of whatever ran there: per-cpu
+ * buffers with switch sideband (the AUXTRACE tid, when set, only says who
+ * ran when perf copied the buffer out), or no tid at all. */
+static int per_cpu(const struct queue_flow *f)
 {
+	struct pts_perf_pt_info info;
+	if (f->q->cpu < 0)
+		return 0;
+	if (f->q->tid < 0)
+		return 1;
+	return pts_perf_pt_info(f->pc->perf, &info) == 0 &&
+	       info.per_cpu_mmaps && info.have_sched_switch;
+}
+
+/* The code the queue starts with: a per-thread queue's process; on a
+ * per-cpu queue each process the switch sideband names in a space of its
+ * own, or every process's maps when it names none. */
+static int setup_images(struct queue_flow *f)
+{
+	struct perf_cmd *pc = f->pc;
+	if (!per_cpu(f)) {
+		pts_perfmaps_load(f->maps, f->img,
+				  pts_perfmaps_pid_of(f->maps, f->q->tid),
+				  UINT64_MAX);
+		return 0;
+	}
+	if (f->timed) {
+		int rc = pts_perfprocs_scan(pc, f->qi, f->q->cpu, f->maps,
+					    f->img, &f->procs);
+		if (rc < 0)
+			return rc;
+	}
+	if (f->procs.n) {
+		f->fed_at = malloc(f->procs.n * sizeof(*f->fed_at));
+		if (!f->fed_at)
+			return -PTS_ERR_NOMEM;
+	}
+	pts_perfmaps_load(f->maps, f->img,
+			  f->procs.n ? PERFMAPS_KERNEL : PERFMAPS_ALL, 0);
+	return 0;
+}
+
+/* What every queue of one `perf flow` shares. */
+struct flow_ctx {
+	struct pts_flow_rec *recs;
+	struct perf_maps *maps;
+};
+
+static int run_queue(struct perf_cmd *pc, uint32_t qi, struct flow_ctx *x,
+		     struct queue_flow *f)
+{
+	struct pts_flow_rec *recs = x->recs;
 	memset(f, 0, sizeof(*f));
+	f->maps = x->maps;
 	f->pc = pc;
 	f->qi = qi;
 	f->q = pts_perf_queue_get(pc->perf, qi);
@@ -419,29 +461,35 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi,
 	f->comm = pts_perf_comm_of(pc->perf, f->tid);
 	f->timed = pc->tc.valid;
 	f->img = pts_image_new();
-	f->clock.pc = pc;
-	f->clock.qi = qi;
-	f->clock.nr_buffers = f->q->nr_buffers;
-	f->clock.dec = pts_pkt_decoder_new(NULL);
 	int rc = -PTS_ERR_NOMEM;
-	if (f->img && f->clock.dec) {
-		pts_perf_clock_init(&f->clock.clock, pc->perf);
-		clock_next_buffer(&f->clock);
-		/* per-thread queues: that process; per-cpu: every process */
-		load_images(pc, f->img, f->q->cpu < 0 ? f->q->tid : (int32_t)pc->tid);
-		rc = walk(f, recs);
+	if (f->timed) {
+		/* perf's times depend on what each run's last instruction
+		 * takes from the trace */
+		f->cls = pts_insn_classifier_new();
+		f->needs = calloc(NEED_CACHE, sizeof(*f->needs));
 	}
+	if (f->img && (!f->timed || (f->cls && f->needs)) &&
+	    pts_clockwalk_init(&f->clock, pc, qi) == 0) {
+		rc = setup_images(f);
+		if (rc == 0)
+			rc = walk(f, recs);
+		pts_perfmaps_report(f->maps, cmd);
+	}
+	pts_perfprocs_free(&f->procs);
+	free(f->fed_at);
 	pts_flow_free(f->flow);
-	pts_pkt_decoder_free(f->clock.dec);
+	pts_clockwalk_fini(&f->clock);
+	pts_insn_classifier_free(f->cls);
+	free(f->needs);
 	pts_image_free(f->img);
 	return rc;
 }
 
-static int flow_queue(struct perf_cmd *pc, uint32_t qi, void *recs,
+static int flow_queue(struct perf_cmd *pc, uint32_t qi, void *ctx,
 		      uint64_t *insns, uint64_t *errors)
 {
 	struct queue_flow f;
-	int rc = run_queue(pc, qi, recs, &f);
+	int rc = run_queue(pc, qi, ctx, &f);
 	*insns += f.insns;
 	*errors += f.errors;
 	return rc;
@@ -449,15 +497,19 @@ static int flow_queue(struct perf_cmd *pc, uint32_t qi, void *recs,
 
 int pts_perfcmd_flow(struct perf_cmd *pc)
 {
-	struct pts_flow_rec *recs = malloc(MAX_RECS * sizeof(*recs));
-	if (!recs) {
+	struct flow_ctx x = {malloc(MAX_RECS * sizeof(*x.recs)),
+			     pts_perfmaps_new(pc)};
+	if (!x.recs || !x.maps) {
+		free(x.recs);
+		pts_perfmaps_free(x.maps);
 		pts_cli_error(cmd, "out of memory");
 		return PTS_EXIT_USAGE;
 	}
 	double t0 = pts_cli_now();
 	struct perf_totals t;
-	pts_perfcmd_each_queue(pc, cmd, flow_queue, recs, &t);
-	free(recs);
+	pts_perfcmd_each_queue(pc, cmd, flow_queue, &x, &t);
+	free(x.recs);
+	pts_perfmaps_free(x.maps);
 	double dt = pts_cli_now() - t0;
 	if (pc->quiet)
 		fprintf(stderr,

@@ -69,7 +69,7 @@ static void add_elf_maps(const char *path, uint64_t base,
 }
 
 int pts_synth_perf_data(const char *trace_path, const struct pts_config *cfg,
-			const char *comm, const char *out_path)
+			const char *comm, const char *out_path, int compress)
 {
 	int fd = open(trace_path, O_RDONLY);
 	struct stat st;
@@ -118,6 +118,7 @@ int pts_synth_perf_data(const char *trace_path, const struct pts_config *cfg,
 	/* perf extends the first TSC packet with the reference: any TSC
 	 * within 2^55 of the trace's will do. */
 	o.reference = 1;
+	o.compress = (uint8_t)compress;
 	int err = pts_perf_write(out_path, &o);
 	while (np)
 		free(paths[--np]);

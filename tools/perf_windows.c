@@ -2,8 +2,13 @@
  * AUXTRACE queue, configured from the PT event (attr.config is RTIT_CTL bit
  * for bit; AUXTRACE_INFO gives the TSC:CTC ratio and the nominal ratio).
  * Data the AUX records say was lost (TRUNCATED) and buffers that do not
- * continue their predecessor become "truncated" gaps. */
+ * continue their predecessor become "truncated" gaps. With the code the
+ * MMAP records name (found as `perf flow` finds it) the flow decoder runs
+ * over the same bytes and gives the model its evidence (windows_evidence.h:
+ * ENCLU at an enclave entry, SYSCALL, ...), as `ptscope windows --elf`. */
 #include "perf_cmd.h"
+#include "perf_images.h"
+#include "windows_evidence.h"
 #include "windows_report.h"
 
 #include <ptscope/model.h>
@@ -73,19 +78,67 @@ static size_t queue_fields(void *ctx, const struct pts_win_record *r, char *p,
 	return n < 0 || (size_t)n >= cap - len ? 0 : len + (size_t)n;
 }
 
-/* Ends the packet stream at @soff, reports the loss, resyncs there. */
-static void cut(struct pts_winrep *rep, struct pts_pkt_decoder *dec,
-		uint64_t soff)
+/* The flow decoder's side of one queue (no images: packets only). */
+struct queue_code {
+	struct pts_image *img; /* NULL: no code found */
+	struct pts_winev *ev;
+};
+
+/* The code of the queue's process: a per-thread queue's own; a per-cpu
+ * queue runs several, and the model sees one stream, so all of them (a
+ * later map replaces an earlier one where they overlap). NULL when no
+ * mapped file was found. */
+static struct pts_image *queue_images(struct perf_cmd *pc,
+				      struct perf_maps *maps,
+				      const struct pts_perf_queue *q)
+{
+	struct pts_image *img = pts_image_new();
+	uint32_t found = pts_perfmaps_found(maps);
+	if (!img)
+		return NULL;
+	pts_perfmaps_load(maps, img,
+			  q->tid >= 0 ? pts_perfmaps_pid_of(maps, q->tid)
+				      : PERFMAPS_ALL,
+			  UINT64_MAX);
+	pts_perfmaps_report(maps, cmd);
+	if (pts_perfmaps_found(maps) == found) {
+		pts_image_free(img);
+		return NULL;
+	}
+	return img;
+}
+
+/* Ends the packet stream at @soff, reports the loss, resyncs there; the
+ * flow decoder starts afresh at @soff. */
+static int cut(struct pts_winrep *rep, struct pts_pkt_decoder *dec,
+	       struct queue_code *code, uint64_t soff)
 {
 	struct pts_input none = {NULL, 0, 0};
 	pts_pkt_end(dec);
 	pts_winrep_decode(rep, dec, &none);
+	if (code->ev) {
+		pts_winev_finish(code->ev, cmd);
+		pts_winev_free(code->ev);
+		code->ev = pts_winev_new_at(rep, code->img, NULL, soff);
+	}
 	pts_winrep_truncated(rep, soff);
 	pts_pkt_reset(dec, soff, 0);
+	return code->img && !code->ev ? -PTS_ERR_NOMEM : 0;
+}
+
+/* One chunk of the stream: the flow decoder sees it first (its packets
+ * then wait in the report for what it found). */
+static int decode(struct pts_winrep *rep, struct pts_pkt_decoder *dec,
+		  struct queue_code *code, struct pts_input *in)
+{
+	if (code->ev && pts_winev_flow(code->ev, *in) < 0)
+		return -PTS_ERR_NOMEM;
+	return pts_winrep_decode(rep, dec, in);
 }
 
 /* The queue's buffers through one packet decoder into @rep. */
-static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep)
+static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep,
+		     struct queue_code *code)
 {
 	static uint64_t losses[MAX_LOSSES];
 	const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, qi);
@@ -95,17 +148,23 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep)
 	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
 	if (!dec)
 		return -PTS_ERR_NOMEM;
+	if (code->img && !(code->ev = pts_winev_new_at(rep, code->img, NULL, 0))) {
+		pts_pkt_decoder_free(dec);
+		return -PTS_ERR_NOMEM;
+	}
 	uint64_t soff = 0;
 	uint32_t li = 0;
 	int rc = 0;
-	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS;
+	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS &&
+			     rc != -PTS_ERR_NOMEM;
 	     j++) {
 		const struct pts_perf_buffer *b = pts_perf_queue_buffer(pc->perf,
 									 qi, j);
 		if (j > 0 && !b->consecutive)
-			cut(rep, dec, soff);
+			rc = cut(rep, dec, code, soff);
 		uint64_t pos = 0;
-		while (pos < b->use_size && rc != -PTS_ERR_NO_PROGRESS) {
+		while (pos < b->use_size && rc != -PTS_ERR_NO_PROGRESS &&
+		       rc != -PTS_ERR_NOMEM) {
 			while (li < nl && losses[li] <= soff + pos)
 				li++;
 			uint64_t end = li < nl && losses[li] < soff + b->use_size
@@ -113,27 +172,33 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep)
 					       : b->use_size;
 			struct pts_input in = {b->data + pos, (size_t)(end - pos),
 					       0};
-			rc = pts_winrep_decode(rep, dec, &in);
+			rc = decode(rep, dec, code, &in);
 			pos = end;
-			if (pos < b->use_size)
-				cut(rep, dec, soff + pos);
+			if (pos < b->use_size && rc != -PTS_ERR_NOMEM &&
+			    cut(rep, dec, code, soff + pos) < 0)
+				rc = -PTS_ERR_NOMEM;
 		}
 		soff += b->use_size;
+		pts_perfcmd_progress(pc, b->use_size);
 	}
 	/* a loss at the very end of the data */
-	while (li < nl && rc != -PTS_ERR_NO_PROGRESS)
+	while (li < nl && rc != -PTS_ERR_NO_PROGRESS && rc != -PTS_ERR_NOMEM)
 		if (losses[li++] >= soff) {
-			cut(rep, dec, soff);
+			rc = cut(rep, dec, code, soff);
 			break;
 		}
-	if (rc != -PTS_ERR_NO_PROGRESS) {
+	if (rc != -PTS_ERR_NO_PROGRESS && rc != -PTS_ERR_NOMEM) {
 		struct pts_input none = {NULL, 0, 0};
 		pts_pkt_end(dec);
 		rc = pts_winrep_decode(rep, dec, &none);
 	}
+	if (code->ev)
+		pts_winev_finish(code->ev, cmd);
 	pts_winrep_finish(rep, soff);
+	pts_winev_free(code->ev);
+	code->ev = NULL;
 	pts_pkt_decoder_free(dec);
-	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;
+	return rc == -PTS_ERR_NO_PROGRESS || rc == -PTS_ERR_NOMEM ? rc : 0;
 }
 
 int pts_perfcmd_windows(struct perf_cmd *pc)
@@ -152,6 +217,12 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 		}
 	}
 	uint64_t violations = 0;
+	struct perf_maps *maps = pts_perfmaps_new(pc);
+	if (!maps) {
+		pts_config_fini(&cfg);
+		pts_cli_error(cmd, "out of memory");
+		return PTS_EXIT_USAGE;
+	}
 	for (uint32_t i = 0; status == PTS_EXIT_OK &&
 			     i < pts_perf_queue_count(pc->perf); i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
@@ -161,10 +232,11 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 			pts_perf_queue_buffer(pc->perf, i, 0);
 		struct queue_report qr = {pc, q, b0 ? b0->reference : 0,
 					  pts_perf_comm_of(pc->perf, q->tid)};
+		struct queue_code code = {queue_images(pc, maps, q), NULL};
 		struct pts_winrep_opts o = {0};
 		o.jsonl = pc->format == FORMAT_JSONL;
 		o.verify = (uint8_t)pc->verify;
-		o.have_map = cfg.n_enclaves != 0;
+		o.have_map = cfg.n_enclaves != 0 || code.img;
 		o.tsc_hz = pts_config_tsc_hz(&cfg.trace);
 		o.jsonl_fields = queue_fields;
 		o.jsonl_ctx = &qr;
@@ -181,14 +253,20 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 		struct pts_winrep rep;
 		if (pts_winrep_init(&rep, &cfg.trace, &o, &pc->out) < 0) {
 			pts_cli_error(cmd, "out of memory");
+			pts_image_free(code.img);
 			status = PTS_EXIT_USAGE;
 			break;
 		}
-		if (run_queue(pc, i, &rep) < 0 || rep.failed)
+		int rc = run_queue(pc, i, &rep, &code);
+		if (rc == -PTS_ERR_NOMEM)
+			pts_cli_error(cmd, "out of memory");
+		if (rc < 0 || rep.failed)
 			status = PTS_EXIT_USAGE;
 		violations += pts_winrep_violations(&rep);
 		pts_winrep_fini(&rep);
+		pts_image_free(code.img);
 	}
+	pts_perfmaps_free(maps);
 	pts_config_fini(&cfg);
 	if (status == PTS_EXIT_OK && pc->verify && violations)
 		status = PTS_EXIT_ERRORS;

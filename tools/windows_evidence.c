@@ -42,12 +42,21 @@ struct pts_winev *pts_winev_new(struct pts_winrep *rep,
 				const struct pts_image *img,
 				const struct pts_cpu *cpu)
 {
+	return pts_winev_new_at(rep, img, cpu, 0);
+}
+
+struct pts_winev *pts_winev_new_at(struct pts_winrep *rep,
+				   const struct pts_image *img,
+				   const struct pts_cpu *cpu,
+				   uint64_t base_offset)
+{
 	struct pts_winev *ev = calloc(1, sizeof(*ev));
 	struct pts_flow_config fc;
 
 	if (!ev)
 		return NULL;
 	memset(&fc, 0, sizeof(fc));
+	fc.base_offset = base_offset;
 	if (cpu)
 		fc.cpu = *cpu;
 	ev->rep = rep;

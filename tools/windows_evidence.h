@@ -27,6 +27,13 @@ struct pts_winev;
 struct pts_winev *pts_winev_new(struct pts_winrep *rep,
 				const struct pts_image *img,
 				const struct pts_cpu *cpu);
+/* As pts_winev_new() for a stream whose next byte is at stream offset
+ * @base_offset (a stream restarted after lost data, as in `perf
+ * windows`). */
+struct pts_winev *pts_winev_new_at(struct pts_winrep *rep,
+				   const struct pts_image *img,
+				   const struct pts_cpu *cpu,
+				   uint64_t base_offset);
 /* Frees @ev (NULL: no-op) and detaches it from its report. */
 void pts_winev_free(struct pts_winev *ev);
 

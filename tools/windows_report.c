@@ -50,12 +50,35 @@ static size_t put(char *p, size_t len, size_t cap, const char *fmt, ...)
 
 /* Hand-made formatting for the lines printed per record: a gap every few
  * dozen packets makes printf the cost of the whole report. Each appends at
- * @len within @cap (the line buffer is far larger than any line). */
+ * @len within @cap (the line buffer is far larger than any line), copying
+ * whole strings and numbers, not a character at a time. */
+static size_t app_mem(char *p, size_t len, size_t cap, const char *s,
+		      size_t n)
+{
+	if (len + n >= cap)
+		n = len + 1 < cap ? cap - 1 - len : 0;
+	memcpy(p + len, s, n);
+	len += n;
+	p[len] = '\0';
+	return len;
+}
+
 static size_t app(char *p, size_t len, size_t cap, const char *s)
 {
-	while (*s && len + 1 < cap)
-		p[len++] = *s++;
-	p[len] = '\0';
+	return app_mem(p, len, cap, s, strlen(s));
+}
+
+/* @n spaces (padding). */
+static size_t app_spaces(char *p, size_t len, size_t cap, size_t n)
+{
+	static const char spaces[] = "                                ";
+
+	while (n) {
+		size_t k = n < sizeof(spaces) - 1 ? n : sizeof(spaces) - 1;
+
+		len = app_mem(p, len, cap, spaces, k);
+		n -= k;
+	}
 	return len;
 }
 
@@ -63,41 +86,54 @@ static size_t app(char *p, size_t len, size_t cap, const char *s)
 static size_t app_left(char *p, size_t len, size_t cap, const char *s,
 		       unsigned width)
 {
-	size_t start = len;
+	size_t n = strlen(s);
 
-	len = app(p, len, cap, s);
-	while (len - start < width && len + 1 < cap)
+	len = app_mem(p, len, cap, s, n);
+	return n < width ? app_spaces(p, len, cap, width - n) : len;
+}
+
+/* @v in decimal / hexadecimal, right-aligned in @width columns (%Nu, %Nx),
+ * written in place. A number that does not fit is left out (never seen:
+ * the line buffer is far larger than a line). */
+static size_t app_dec(char *p, size_t len, size_t cap, uint64_t v,
+		      unsigned width)
+{
+	unsigned n = 1;
+
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	if (len + n + width + 1 >= cap)
+		return len;
+	for (; width > n; width--)
 		p[len++] = ' ';
+	for (unsigned i = n; i--; v /= 10)
+		p[len + i] = (char)('0' + v % 10);
+	len += n;
 	p[len] = '\0';
 	return len;
 }
 
-/* @v in base @base, right-aligned in @width columns (%Nx, %Nu). */
-static size_t app_num(char *p, size_t len, size_t cap, uint64_t v,
-		      unsigned base, unsigned width)
+static size_t app_hexw(char *p, size_t len, size_t cap, uint64_t v,
+		       unsigned width)
 {
 	static const char digits[] = "0123456789abcdef";
-	char tmp[24];
-	unsigned n = 0;
+	const unsigned n = v ? (67u - (unsigned)__builtin_clzll(v)) / 4 : 1;
 
-	do {
-		tmp[n++] = digits[v % base];
-		v /= base;
-	} while (v);
-	while (width > n && len + 1 < cap) {
+	if (len + n + width + 1 >= cap)
+		return len;
+	for (; width > n; width--)
 		p[len++] = ' ';
-		width--;
-	}
-	while (n && len + 1 < cap)
-		p[len++] = tmp[--n];
+	for (unsigned i = n; i--; v >>= 4)
+		p[len + i] = digits[v & 15];
+	len += n;
 	p[len] = '\0';
 	return len;
 }
 
 static size_t app_hex(char *p, size_t len, size_t cap, uint64_t v)
 {
-	len = app(p, len, cap, "0x");
-	return app_num(p, len, cap, v, 16, 0);
+	len = app_mem(p, len, cap, "0x", 2);
+	return app_hexw(p, len, cap, v, 0);
 }
 
 static size_t put_ip(char *p, size_t len, size_t cap,
@@ -115,7 +151,7 @@ static size_t app_count(char *p, size_t len, size_t cap, const char *name,
 	if (!n)
 		return len;
 	len = app(p, len, cap, name);
-	return app_num(p, len, cap, n, 10, 0);
+	return app_dec(p, len, cap, n, 0);
 }
 
 static size_t app_edge(char *p, size_t len, size_t cap,
@@ -178,14 +214,14 @@ static size_t format_text(const struct pts_win_record *r, char *p, size_t cap)
 	len = app_left(p, len, cap,
 		       r->type == PTS_REC_WINDOW ? "window" : "gap", 6);
 	len = app(p, len, cap, " ");
-	len = app_num(p, len, cap, r->begin.offset, 16, 10);
+	len = app_hexw(p, len, cap, r->begin.offset, 10);
 	len = app(p, len, cap, " ");
-	len = app_num(p, len, cap, r->end.offset, 16, 10);
+	len = app_hexw(p, len, cap, r->end.offset, 10);
 	len = app(p, len, cap, " ");
-	len = app_num(p, len, cap, rec_bytes(r), 10, 9);
+	len = app_dec(p, len, cap, rec_bytes(r), 9);
 	len = app(p, len, cap, " ");
 	if (rec_ticks(r, &ticks))
-		len = app_num(p, len, cap, ticks, 10, 12);
+		len = app_dec(p, len, cap, ticks, 12);
 	else
 		len = app(p, len, cap, "           -");
 	len = app(p, len, cap, "  ");
@@ -200,17 +236,17 @@ static size_t format_text(const struct pts_win_record *r, char *p, size_t cap)
 	len = app(p, len, cap, " .. ");
 	len = put_ip(p, len, cap, &r->end);
 	len = app(p, len, cap, " packets=");
-	len = app_num(p, len, cap, r->packets, 10, 0);
+	len = app_dec(p, len, cap, r->packets, 0);
 	len = app(p, len, cap, " tnt=");
-	len = app_num(p, len, cap, r->tnt_bits, 10, 0);
+	len = app_dec(p, len, cap, r->tnt_bits, 0);
 	len = app(p, len, cap, " tip=");
-	return app_num(p, len, cap, r->tips, 10, 0);
+	return app_dec(p, len, cap, r->tips, 0);
 }
 
 /* JSON string contents: the details are ASCII we wrote, but escape anyway. */
 static size_t put_json_str(char *p, size_t len, size_t cap, const char *s)
 {
-	len = put(p, len, cap, "\"");
+	len = app(p, len, cap, "\"");
 	for (; *s && len + 8 < cap; s++) {
 		unsigned char ch = (unsigned char)*s;
 
@@ -222,7 +258,7 @@ static size_t put_json_str(char *p, size_t len, size_t cap, const char *s)
 			p[len++] = (char)ch;
 	}
 	p[len < cap ? len : cap - 1] = '\0';
-	return put(p, len, cap, "\"");
+	return app(p, len, cap, "\"");
 }
 
 /* ,"KEY": and then @open (a '"' or a '{' to start the value, or ""). */
@@ -248,7 +284,7 @@ static size_t app_knum(char *p, size_t len, size_t cap, const char *key,
 		       uint64_t v)
 {
 	len = app_key(p, len, cap, key, "");
-	return app_num(p, len, cap, v, 10, 0);
+	return app_dec(p, len, cap, v, 0);
 }
 
 static size_t app_khex(char *p, size_t len, size_t cap, const char *key,
@@ -263,7 +299,7 @@ static size_t put_json_point(char *p, size_t len, size_t cap, const char *name,
 			     const struct pts_win_point *pt)
 {
 	len = app_key(p, len, cap, name, "{\"offset\":");
-	len = app_num(p, len, cap, pt->offset, 10, 0);
+	len = app_dec(p, len, cap, pt->offset, 0);
 	len = app_kstr(p, len, cap, "edge", pts_win_edge_name(pt->edge));
 	if (pt->has_ip)
 		len = app_khex(p, len, cap, "ip", pt->ip);
@@ -277,12 +313,14 @@ static size_t format_jsonl(const struct pts_winrep *w,
 {
 	static const char *const types[] = {"window", "gap", "violation"};
 	uint64_t ticks;
-	size_t len = put(p, 0, cap, "{");
+	size_t len = app(p, 0, cap, "{");
 
 	if (w->opts.jsonl_fields)
 		len += w->opts.jsonl_fields(w->opts.jsonl_ctx, r, p + len,
 					    cap - len);
-	len = put(p, len, cap, "\"type\":\"%s\"", types[r->type]);
+	len = app(p, len, cap, "\"type\":\"");
+	len = app(p, len, cap, types[r->type]);
+	len = app(p, len, cap, "\"");
 
 	if (r->type == PTS_REC_VIOLATION) {
 		len = put(p, len, cap, ",\"rule\":\"%s\",\"offset\":%" PRIu64,
@@ -290,9 +328,9 @@ static size_t format_jsonl(const struct pts_winrep *w,
 		if (r->begin.has_ip)
 			len = put(p, len, cap, ",\"ip\":\"0x%" PRIx64 "\"",
 				  r->begin.ip);
-		len = put(p, len, cap, ",\"detail\":");
+		len = app(p, len, cap, ",\"detail\":");
 		len = put_json_str(p, len, cap, r->detail);
-		return put(p, len, cap, "}");
+		return app(p, len, cap, "}");
 	}
 	len = put_json_point(p, len, cap, "begin", &r->begin);
 	len = put_json_point(p, len, cap, "end", &r->end);
@@ -324,14 +362,16 @@ static size_t format_jsonl(const struct pts_winrep *w,
 	if (r->candidates) {
 		const char *sep = "";
 
-		len = put(p, len, cap, ",\"candidates\":[");
+		len = app(p, len, cap, ",\"candidates\":[");
 		for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
 			if (r->candidates & (1u << c)) {
-				len = put(p, len, cap, "%s\"%s\"", sep,
-					  pts_gap_cause_name(c));
+				len = app(p, len, cap, sep);
+				len = app(p, len, cap, "\"");
+				len = app(p, len, cap, pts_gap_cause_name(c));
+				len = app(p, len, cap, "\"");
 				sep = ",";
 			}
-		len = put(p, len, cap, "]");
+		len = app(p, len, cap, "]");
 	}
 	len = app_knum(p, len, cap, "psbs", r->psbs);
 	len = app_knum(p, len, cap, "ovfs", r->ovfs);
@@ -343,10 +383,10 @@ static size_t format_jsonl(const struct pts_winrep *w,
 				       ? ",\"trailing\":true"
 				       : ",\"trailing\":false");
 	if (r->detail[0]) {
-		len = put(p, len, cap, ",\"detail\":");
+		len = app(p, len, cap, ",\"detail\":");
 		len = put_json_str(p, len, cap, r->detail);
 	}
-	return put(p, len, cap, "}");
+	return app(p, len, cap, "}");
 }
 
 static void emit(struct pts_winrep *w, const struct pts_win_record *r)

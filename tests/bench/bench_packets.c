@@ -6,7 +6,8 @@
  *
  * The stream is capture-like (mostly TNT-8, compressed TIPs, CYC/MTC, PAD,
  * PSB+ every 4 KiB) and written by libipt's encoder. Timed: ptscope's
- * pts_pkt_next_batch over 1 MiB chunks, ptscope's pts_pkt_next, libipt's
+ * pts_pkt_next_batch over 1 MiB chunks, its pts_pkt_count_batch (the same
+ * decoding, no packets stored: `dump --quiet`), its pts_pkt_next, libipt's
  * pt_pkt_next; best of a few runs each, in CPU time. Memory: peak RSS of this process
  * (which holds the whole stream), and of `ptscope dump --quiet FILE` on a
  * 16 MiB and on the full file in child processes, which must not grow with
@@ -56,10 +57,16 @@ static double tv_seconds(struct timeval tv)
 	return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
 }
 
-/* ptscope over 1 MiB chunk views of @buf, batched or packet by packet. */
-static struct result run_ptscope(const uint8_t *buf, size_t len, int batch)
+enum which { PTS_BATCH, PTS_COUNT, PTS_NEXT, LIBIPT };
+
+/* ptscope over 1 MiB chunk views of @buf: batched, counted or packet by
+ * packet. */
+static struct result run_ptscope(const uint8_t *buf, size_t len,
+				 enum which which)
 {
 	static struct pts_packet pkts[BATCH];
+	uint64_t counts[PTS_PKT_KIND_COUNT] = {0};
+	const int batch = which != PTS_NEXT;
 	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
 	struct pts_input in = {buf, 0, 0};
 	struct result res = {0};
@@ -69,14 +76,16 @@ static struct result run_ptscope(const uint8_t *buf, size_t len, int batch)
 	if (!dec)
 		return res;
 	for (;;) {
-		int n = batch ? pts_pkt_next_batch(dec, &in, pkts, BATCH)
-			      : pts_pkt_next(dec, &in, pkts);
+		int n = which == PTS_COUNT
+				? pts_pkt_count_batch(dec, &in, counts, CHUNK)
+			: batch ? pts_pkt_next_batch(dec, &in, pkts, BATCH)
+				: pts_pkt_next(dec, &in, pkts);
 
 		if (n > 0) {
 			int count = batch ? n : 1;
 
 			res.packets += (uint64_t)count;
-			for (int i = 0; i < count; i++)
+			for (int i = 0; which != PTS_COUNT && i < count; i++)
 				res.checksum += pkts[i].kind + pkts[i].size;
 			continue;
 		}
@@ -105,6 +114,8 @@ static struct result run_ptscope(const uint8_t *buf, size_t len, int batch)
 		    res.errors > 1000)
 			break;
 	}
+	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+		res.checksum += counts[k] * (uint64_t)k;
 	pts_pkt_decoder_free(dec);
 	return res;
 }
@@ -137,8 +148,6 @@ static struct result run_libipt(const uint8_t *buf, size_t len)
 	return res;
 }
 
-enum which { PTS_BATCH, PTS_NEXT, LIBIPT };
-
 /* Best of RUNS: the least disturbed run on a shared machine. */
 static double best_mbps(const uint8_t *buf, size_t len, enum which which,
 			struct result *res)
@@ -149,7 +158,7 @@ static double best_mbps(const uint8_t *buf, size_t len, enum which which,
 		double t0 = cpu_now(), mbps;
 
 		*res = which == LIBIPT ? run_libipt(buf, len)
-				       : run_ptscope(buf, len, which == PTS_BATCH);
+				       : run_ptscope(buf, len, which);
 		mbps = (double)len / 1e6 / (cpu_now() - t0);
 		if (mbps > best)
 			best = mbps;
@@ -250,8 +259,8 @@ int main(int argc, char **argv)
 	size_t cap = mib << 20;
 	uint8_t *buf = malloc(cap);
 	struct pts_gen_result gen;
-	struct result batch, next, ipt;
-	double t0 = cpu_now(), mb_batch, mb_next, mb_ipt;
+	struct result batch, count, next, ipt;
+	double t0 = cpu_now(), mb_batch, mb_count, mb_next, mb_ipt;
 	struct rusage ru;
 
 	if (!buf || pts_gen_stream(buf, cap, UINT64_MAX, &pts_gen_capture_like,
@@ -265,11 +274,15 @@ int main(int argc, char **argv)
 	       cpu_now() - t0);
 
 	mb_batch = best_mbps(buf, gen.bytes, PTS_BATCH, &batch);
+	mb_count = best_mbps(buf, gen.bytes, PTS_COUNT, &count);
 	mb_next = best_mbps(buf, gen.bytes, PTS_NEXT, &next);
 	mb_ipt = best_mbps(buf, gen.bytes, LIBIPT, &ipt);
 	printf("ptscope pts_pkt_next_batch (1 MiB chunks): %8.1f MB/s  "
 	       "(%.2fx libipt)\n",
 	       mb_batch, mb_batch / mb_ipt);
+	printf("ptscope pts_pkt_count_batch(1 MiB chunks): %8.1f MB/s  "
+	       "(%.2fx libipt)\n",
+	       mb_count, mb_count / mb_ipt);
 	printf("ptscope pts_pkt_next       (1 MiB chunks): %8.1f MB/s  "
 	       "(%.2fx libipt)\n",
 	       mb_next, mb_next / mb_ipt);
@@ -287,16 +300,17 @@ int main(int argc, char **argv)
 		free(buf);
 	}
 
-	if (batch.packets != gen.packets || next.packets != gen.packets ||
-	    ipt.packets != gen.packets || batch.errors || next.errors ||
-	    ipt.errors) {
+	if (batch.packets != gen.packets || count.packets != gen.packets ||
+	    next.packets != gen.packets || ipt.packets != gen.packets ||
+	    batch.errors || count.errors || next.errors || ipt.errors) {
 		fprintf(stderr,
 			"decoders disagree: generated %" PRIu64
 			", ptscope batch %" PRIu64 " (%" PRIu64
+			" errors), count %" PRIu64 " (%" PRIu64
 			" errors), next %" PRIu64 " (%" PRIu64
 			" errors), libipt %" PRIu64 "\n",
-			gen.packets, batch.packets, batch.errors, next.packets,
-			next.errors, ipt.packets);
+			gen.packets, batch.packets, batch.errors, count.packets,
+			count.errors, next.packets, next.errors, ipt.packets);
 		return 1;
 	}
 	return 0;

@@ -15,7 +15,13 @@
  * `dump --quiet`, `windows` (text to /dev/null), `windows -f jsonl`, and in
  * this process the packet decoder alone and with the model (no printing).
  *
+ * With images (issue #5: "at flow-decoding speed"): `windows --config` on a
+ * `ptscope synth --walk` trace over libc (20M instructions) against
+ * `flow --quiet --config` on the same trace.
+ *
  * usage: bench_windows PTSCOPE [MIB]   (MIB: size of each stream, default 64)
+ * With BENCH_WINDOWS_KEEP=1 in the environment the streams stay in $TMPDIR
+ * (as bench_windows.PID.{real,quiet,gappy}.pt) for profiling.
  */
 #include "stream_gen.h"
 
@@ -77,14 +83,14 @@ static int write_file(const char *path, const uint8_t *buf, size_t len)
 	return fclose(f);
 }
 
-/* CPU seconds of `PTSCOPE ARGS... FILE >/dev/null`, best of RUNS; < 0 when
- * it fails. */
+/* CPU seconds of `PTSCOPE ARGS... FILE >/dev/null`, best of @runs; < 0
+ * when it fails. */
 static double run_child(const char *ptscope, const char *const *args,
-			const char *file)
+			const char *file, int runs)
 {
 	double best = -1;
 
-	for (int r = 0; r < RUNS; r++) {
+	for (int r = 0; r < runs; r++) {
 		const char *argv[16];
 		int n = 0, status;
 		struct rusage ru;
@@ -179,9 +185,9 @@ static void bench(const char *ptscope, const char *name, const char *file,
 	static const char *const jsonl[] = {"windows", "-f", "jsonl", NULL};
 	const double mb = (double)len / 1e6;
 	unsigned long long recs = 0;
-	double t_dump = run_child(ptscope, dump, file);
-	double t_text = run_child(ptscope, text, file);
-	double t_json = run_child(ptscope, jsonl, file);
+	double t_dump = run_child(ptscope, dump, file, RUNS);
+	double t_text = run_child(ptscope, text, file, RUNS);
+	double t_json = run_child(ptscope, jsonl, file, RUNS);
 	double t_dec = run_inproc(buf, len, 0, &recs);
 	double t_model = run_inproc(buf, len, 1, &recs);
 
@@ -197,11 +203,49 @@ static void bench(const char *ptscope, const char *name, const char *file,
 	       t_dec, t_model, t_model / t_dec);
 }
 
+/* `windows` with images against `flow --quiet` on a synthesized walk. */
+static void bench_images(const char *ptscope, const char *tmp)
+{
+	static const char *const elf = "/lib/x86_64-linux-gnu/libc.so.6";
+	char trace[4096], config[4096], stub[4200];
+	const char *synth[] = {"synth", "--walk", elf, "--insns", "20000000",
+			       "--config-out", config, "-o", NULL};
+	const char *flow[] = {"flow", "--quiet", "--config", config, NULL};
+	const char *win[] = {"windows", "--config", config, NULL};
+
+	if (access(elf, R_OK) != 0) {
+		printf("with images: skipped (no %s)\n", elf);
+		return;
+	}
+	snprintf(trace, sizeof(trace), "%s/bench_windows.%d.walk.pt", tmp,
+		 (int)getpid());
+	snprintf(config, sizeof(config), "%s/bench_windows.%d.walk.cfg", tmp,
+		 (int)getpid());
+	snprintf(stub, sizeof(stub), "%s.kstub", trace);
+	if (run_child(ptscope, synth, trace, 1) < 0) {
+		printf("with images: ptscope synth failed\n");
+	} else {
+		double t_flow = run_child(ptscope, flow, trace, RUNS);
+		double t_win = run_child(ptscope, win, trace, RUNS);
+
+		printf("with images: synth --walk libc, 20M instructions\n");
+		printf("  flow --quiet        %7.3f s\n", t_flow);
+		printf("  windows --config    %7.3f s  %.2fx flow\n", t_win,
+		       t_win / t_flow);
+	}
+	unlink(trace);
+	unlink(config);
+	unlink(stub);
+}
+
 int main(int argc, char **argv)
 {
+	static const char *const names[3] = {"real", "quiet", "gappy"};
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	const char *keep = getenv("BENCH_WINDOWS_KEEP");
 	size_t cap = (size_t)(argc > 2 ? atoi(argv[2]) : 64) << 20;
-	char path[2][4096];
+	char path[3][4096];
+	struct pts_gen_result gen;
 	uint8_t *buf;
 	size_t len;
 
@@ -212,12 +256,9 @@ int main(int argc, char **argv)
 	buf = malloc(cap);
 	if (!buf)
 		return 1;
-	snprintf(path[0], sizeof(path[0]), "%s/bench_windows.%d.real.pt", tmp,
-		 (int)getpid());
-	snprintf(path[1], sizeof(path[1]), "%s/bench_windows.%d.gappy.pt",
-		 tmp, (int)getpid());
-	struct pts_gen_result gen;
-
+	for (int i = 0; i < 3; i++)
+		snprintf(path[i], sizeof(path[i]), "%s/bench_windows.%d.%s.pt",
+			 tmp, (int)getpid(), names[i]);
 	if (pts_gen_stream(buf, cap, UINT64_MAX, &pts_gen_capture_like, 1,
 			   &gen) < 0 ||
 	    write_file(path[0], buf, len = gen.bytes) < 0) {
@@ -231,13 +272,18 @@ int main(int argc, char **argv)
 	quiet.weight[ppt_fup] = quiet.weight[ppt_tip_pge] = 0;
 	quiet.weight[ppt_tip_pgd] = 0;
 	if (pts_gen_stream(buf, cap, UINT64_MAX, &quiet, 1, &gen) == 0 &&
-	    write_file(path[0], buf, len = gen.bytes) == 0)
-		bench(argv[1], "one window", path[0], buf, len);
+	    write_file(path[1], buf, len = gen.bytes) == 0)
+		bench(argv[1], "one window", path[1], buf, len);
 	len = make_gappy(buf, cap);
-	if (write_file(path[1], buf, len) == 0)
-		bench(argv[1], "gappy", path[1], buf, len);
-	unlink(path[0]);
-	unlink(path[1]);
+	if (write_file(path[2], buf, len) == 0)
+		bench(argv[1], "gappy", path[2], buf, len);
+	bench_images(argv[1], tmp);
+	for (int i = 0; i < 3; i++) {
+		if (keep && *keep == '1')
+			printf("kept %s\n", path[i]);
+		else
+			unlink(path[i]);
+	}
 	free(buf);
 	return 0;
 }

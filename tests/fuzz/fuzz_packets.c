@@ -10,6 +10,9 @@
  * - packets lie inside the trace, 1..16 bytes, offsets strictly rising;
  * - the events (packets, errors and their ranges) do not depend on the
  *   chunking nor on pts_pkt_next vs pts_pkt_next_batch;
+ * - pts_pkt_count_batch, alone and mixed call by call with
+ *   pts_pkt_next_batch, counts the kinds of exactly those packets and
+ *   reports the same conditions (whole and chunked);
  * - the stream ends (EOS or TRUNCATED) after a bounded number of events;
  * - a skip ends where pts_psb_find() from its start says, at a PSB packet
  *   or at the end; every PSB packet is 16 bytes of 02 82; every offset
@@ -152,6 +155,84 @@ static void same_events(const struct events *a, const struct events *b)
 	}
 }
 
+/* Decodes the trace (whole, or in the chunks the seed chooses) with
+ * pts_pkt_count_batch, or (@mixed) with it and pts_pkt_next_batch chosen
+ * call by call, batch sizes at random: each count must be the kinds of the
+ * packets @want has next, each packet and condition @want's next. So the
+ * counting path leaves the decoder exactly as decoding would. */
+static void check_counting(const struct setup *s, int chunked, int mixed,
+			   const struct events *want)
+{
+	static struct pts_packet pkts[64];
+	struct pts_chunker chunker = {.max = s->max_chunk};
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&s->config);
+	struct pts_input in = {s->trace, 0, 0};
+	struct pts_rng pick;
+	size_t fed = 0, at = 0;
+	char why[160];
+
+	REQUIRE(dec != NULL);
+	pts_rng_seed(&chunker.rng, s->seed);
+	pts_rng_seed(&pick, s->seed ^ 0xc0de);
+	for (size_t guard = 0; guard <= 3 * s->len + 8; guard++) {
+		uint64_t counts[PTS_PKT_KIND_COUNT] = {0};
+		const int counting = !mixed || pts_rng_bits(&pick, 1);
+		const int max = 1 + (int)pts_rng_below(&pick, 64);
+		int r = counting ? pts_pkt_count_batch(dec, &in, counts, max)
+				 : pts_pkt_next_batch(dec, &in, pkts, max);
+
+		if (r == -PTS_ERR_AGAIN) {
+			size_t n = chunked ? pts_chunker_next(&chunker,
+							      s->len - fed)
+					   : s->len - fed;
+
+			REQUIRE(in.pos == in.size);
+			if (fed == s->len) {
+				pts_pkt_end(dec);
+				continue;
+			}
+			in.data = s->trace + fed;
+			in.size = n < 1 ? 1 : n > s->len - fed ? s->len - fed : n;
+			in.pos = 0;
+			fed += in.size;
+			continue;
+		}
+		REQUIRE(r != 0 && at + (r > 0 ? (size_t)r : 1) <= want->count);
+		for (int i = 0; i < r; i++) {
+			const struct pts_event *ev = &want->ev[at + (size_t)i];
+
+			REQUIRE(ev->status > 0);
+			if (counting) {
+				REQUIRE(counts[ev->pkt.kind] > 0);
+				counts[ev->pkt.kind]--;
+			} else if (pts_pkt_diff(&ev->pkt, &pkts[i], why,
+						sizeof(why))) {
+				fprintf(stderr, "packet %zu: %s\n",
+					at + (size_t)i, why);
+				REQUIRE(!"same packet counting between");
+			}
+		}
+		for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+			REQUIRE(counts[k] == 0);
+		if (r > 0) {
+			at += (size_t)r;
+			continue;
+		}
+		{
+			const struct pts_event *ev = &want->ev[at++];
+			uint64_t begin, end;
+
+			pts_pkt_error_range(dec, &begin, &end);
+			REQUIRE(ev->status == r && ev->begin == begin &&
+				ev->end == end);
+		}
+		if (r == -PTS_ERR_EOS || r == -PTS_ERR_TRUNCATED)
+			break;
+	}
+	REQUIRE(at == want->count);
+	pts_pkt_decoder_free(dec);
+}
+
 static int psb_at(const struct setup *s, uint64_t offset)
 {
 	static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
@@ -278,6 +359,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	decode(&s, 1, s.batch, &chunked);
 	check_packets(&s, &whole);
 	same_events(&whole, &chunked);
+	check_counting(&s, 0, 0, &whole);
+	check_counting(&s, 1, 1, &whole);
 	check_psbs(&s, &whole);
 	check_parse(&s, &whole);
 	check_printers(&s, &whole);

@@ -8,8 +8,11 @@
  *   with a message);
  * - record iteration moves forward and ends, and errors come with a
  *   message naming an offset inside the file;
- * - every buffer slice lies inside the input; a queue's bytes are the sum
- *   of its slices.
+ * - every buffer slice lies inside the input (or, for AUXTRACE records
+ *   inside COMPRESSED records, inside the decompressed stream); a queue's
+ *   bytes are the sum of its slices.
+ * zstd-compressed inputs (seeds zstd-*.data) reach the inflate path and the
+ * walk into COMPRESSED records.
  */
 #include "fuzz_target.h"
 
@@ -27,14 +30,19 @@ static void check_records(const struct pts_perf *perf, size_t size)
 	int rc;
 	pts_perf_cursor_init(perf, &cur);
 	while ((rc = pts_perf_next_record(perf, &cur, &rec, &err)) != 0) {
-		REQUIRE(n == 0 || cur.pos > last);
-		last = cur.pos;
+		/* In the file or in the decompressed stream: one moves. */
+		REQUIRE(n == 0 || cur.pos + cur.zpos > last);
+		last = cur.pos + cur.zpos;
 		REQUIRE(++n <= s->nr_records + 1);
 		if (rc < 0) {
 			REQUIRE(err.msg[0] != 0 && err.offset < size);
 			continue;
 		}
-		REQUIRE(rec.offset + rec.size <= size);
+		if (rec.compressed)
+			REQUIRE(rec.zoffset + rec.size <= s->decompressed_bytes &&
+				rec.file_offset < size);
+		else
+			REQUIRE(rec.offset + rec.size <= size);
 		if (rec.type == PTS_PERF_RECORD_MMAP ||
 		    rec.type == PTS_PERF_RECORD_MMAP2) {
 			const struct pts_perf_mmap *m = &rec.u.mmap;
@@ -57,8 +65,13 @@ static void decode_queue(const struct pts_perf *perf, uint32_t qi,
 	for (uint32_t j = 0; j < q->nr_buffers; j++) {
 		const struct pts_perf_buffer *b = pts_perf_queue_buffer(perf, qi, j);
 		REQUIRE(b != NULL);
-		REQUIRE(b->data >= data && b->use_size <= size &&
-			b->data + b->use_size <= data + size);
+		const struct pts_perf_summary *s = pts_perf_summary(perf);
+		if (b->record_offset >= size)
+			REQUIRE(b->data_offset - size + b->use_size + b->skip <=
+				s->decompressed_bytes);
+		else
+			REQUIRE(b->data >= data && b->use_size <= size &&
+				b->data + b->use_size <= data + size);
 		REQUIRE(b->use_size + b->skip <= b->size);
 		bytes += b->use_size;
 		if (j > 0 && !b->consecutive)

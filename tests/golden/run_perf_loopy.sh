@@ -5,7 +5,8 @@
 # address and symbol on every line, in order. Fields are compared, not white
 # space (perf's file also has the flags column, and its symbol column is
 # sym+off, `-F ...,sym,symoff`, where ptscope prints `-F ...,sym`, the name
-# alone: the +0x.. offset is cut before comparing). The binary is
+# alone: the +0x.. offset is cut before comparing); with perf installed
+# the times are also compared in nanoseconds. The binary is
 # laid out under a temporary --symfs as it was recorded. Skips (77) without
 # the captures.
 #
@@ -37,5 +38,24 @@ if ! cmp -s "$tmp/want" "$tmp/got"; then
 	echo "ptscope perf flow differs from perf-script-i0nse.txt:"
 	diff -u "$tmp/want" "$tmp/got" | head -40
 	exit 1
+fi
+# The file has microseconds; with perf installed, the nanoseconds too
+# (perf script --ns against the times of `--format jsonl`).
+if command -v perf >/dev/null 2>&1 && perf version >/dev/null 2>&1; then
+	perf script -i "$dir/loopy-20180404T162955.perf" --symfs "$tmp/symfs" \
+		--itrace=i0ns --ns -F time,ip 2>/dev/null |
+		awk '{ t = $1; sub(/:$/, "", t); split(t, p, ".")
+		       printf "%d%09d %s\n", p[1], p[2], $2 }' >"$tmp/want.ns"
+	"$ptscope" perf flow --format jsonl --symfs "$tmp/symfs" \
+		"$dir/loopy-20180404T162955.perf" 2>/dev/null |
+		sed -n 's/.*"time":\([0-9]*\),.*"ip":"0x\([0-9a-f]*\)","size".*/\1 \2/p' \
+		>"$tmp/got.ns"
+	if ! cmp -s "$tmp/want.ns" "$tmp/got.ns"; then
+		echo "nanosecond times differ from perf script --ns (perf, ptscope):"
+		paste -d' ' "$tmp/want.ns" "$tmp/got.ns" | awk '$1 != $3 || $2 != $4' |
+			head -10
+		exit 1
+	fi
+	echo "times equal to perf script --ns to the nanosecond"
 fi
 echo "$(wc -l <"$tmp/got") instructions, same addresses, times and symbols as perf"

@@ -3,6 +3,8 @@
  * (checked once with `perf report -D` while writing this). */
 #include "perfdata_synth.h"
 
+#include <ptscope/perfdata.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +26,7 @@ static int grow(struct synth_buf *b, size_t n)
 	return 0;
 }
 
-static void put(struct synth_buf *b, const void *p, size_t n)
+void synth_buf_put(struct synth_buf *b, const void *p, size_t n)
 {
 	if (grow(b, n) < 0)
 		abort(); /* a test helper: no memory is fatal */
@@ -32,10 +34,10 @@ static void put(struct synth_buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
-static void put8(struct synth_buf *b, uint8_t v) { put(b, &v, 1); }
-static void put16(struct synth_buf *b, uint16_t v) { put(b, &v, 2); }
-static void put32(struct synth_buf *b, uint32_t v) { put(b, &v, 4); }
-static void put64(struct synth_buf *b, uint64_t v) { put(b, &v, 8); }
+static void put8(struct synth_buf *b, uint8_t v) { synth_buf_put(b, &v, 1); }
+static void put16(struct synth_buf *b, uint16_t v) { synth_buf_put(b, &v, 2); }
+static void put32(struct synth_buf *b, uint32_t v) { synth_buf_put(b, &v, 4); }
+static void put64(struct synth_buf *b, uint64_t v) { synth_buf_put(b, &v, 8); }
 static void zeros(struct synth_buf *b, size_t n)
 {
 	while (n--)
@@ -45,6 +47,16 @@ static void zeros(struct synth_buf *b, size_t n)
 static void set64(struct synth_buf *b, size_t at, uint64_t v)
 {
 	memcpy(b->data + at, &v, 8);
+}
+
+int synth_open_copy(const uint8_t *data, size_t len, uint8_t **copy,
+		    struct pts_perf **perf, struct pts_perf_error *err)
+{
+	*copy = malloc(len ? len : 1);
+	if (!*copy)
+		abort();
+	memcpy(*copy, data, len);
+	return pts_perf_open_mem(*copy, len, perf, err);
 }
 
 void synth_buf_free(struct synth_buf *b)
@@ -104,7 +116,7 @@ static void put_str(struct synth_buf *b, const char *s, uint32_t len)
 {
 	put32(b, len);
 	size_t n = strlen(s);
-	put(b, s, n);
+	synth_buf_put(b, s, n);
 	zeros(b, len - n);
 }
 
@@ -115,17 +127,17 @@ static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
 
 static void put_cpu0_stream(struct synth_buf *s)
 {
-	put(s, psb, 16);
+	synth_buf_put(s, psb, 16);
 	static const uint8_t tsc[8] = {0x19, SYNTH_TSC & 0xff, SYNTH_TSC >> 8,
 				       0, 0, 0, 0, 0};
-	put(s, tsc, 8);
+	synth_buf_put(s, tsc, 8);
 	put8(s, 2), put8(s, 0x23); /* PSBEND */
 	static const uint8_t pge[7] = {0x71, 0x00, 0x10, 0x40, 0, 0, 0};
-	put(s, pge, 7);
+	synth_buf_put(s, pge, 7);
 	static const uint8_t tip[7] = {0x6d, 0x20, 0x10, 0x40, 0, 0, 0};
-	put(s, tip, 7); /* the copy-out cuts this one after 4 bytes */
+	synth_buf_put(s, tip, 7); /* the copy-out cuts this one after 4 bytes */
 	put8(s, 0x0a);  /* TNT8 */
-	put(s, psb, 16);
+	synth_buf_put(s, psb, 16);
 	put8(s, 2), put8(s, 0x23);
 	zeros(s, 2);
 }
@@ -143,8 +155,36 @@ static void put_auxtrace(struct synth_buf *b, const uint8_t *data,
 	put32(b, UINT32_MAX); /* tid -1: per-cpu */
 	put32(b, cpu);
 	put32(b, 0);
-	put(b, data, (size_t)len);
+	synth_buf_put(b, data, (size_t)len);
 	zeros(b, (size_t)pad);
+}
+
+/* PSB+ with TSC @tsc, then @n TNT8 packets. */
+static void put_psb_block(struct synth_buf *s, uint64_t tsc, int n)
+{
+	synth_buf_put(s, psb, 16);
+	put8(s, 0x19);
+	for (int i = 0; i < 7; i++)
+		put8(s, (uint8_t)(tsc >> (8 * i)));
+	put8(s, 2), put8(s, 0x23);
+	for (int i = 0; i < n; i++)
+		put8(s, 0x0a);
+}
+
+/* Snapshot mode: cpu 1's second buffer repeats the first from its second
+ * PSB on (SYNTH_SNAP_REPEAT bytes), then has a PSB+ of its own; the AUX
+ * offsets claim the two do not overlap. Sizes: SYNTH_SNAP_A, SYNTH_SNAP_B. */
+static void put_snapshots(struct synth_buf *b)
+{
+	struct synth_buf a = {0}, n = {0};
+	put_psb_block(&a, 0x1000, 6);
+	put_psb_block(&a, 0x2000, 4);
+	synth_buf_put(&n, a.data + (SYNTH_SNAP_A - SYNTH_SNAP_REPEAT), SYNTH_SNAP_REPEAT);
+	put_psb_block(&n, 0x3000, 6);
+	put_auxtrace(b, a.data, a.len, 100, 1, 1);
+	put_auxtrace(b, n.data, n.len, 100 + a.len, 1, 1);
+	synth_buf_free(&a);
+	synth_buf_free(&n);
 }
 
 static void put_records(struct synth_buf *b, const struct synth_opts *o)
@@ -174,7 +214,7 @@ static void put_records(struct synth_buf *b, const struct synth_opts *o)
 	hdr(b, 3, 0x2000, 8 + 8 + 8 + 32);
 	put32(b, SYNTH_TID);
 	put32(b, SYNTH_TID);
-	put(b, SYNTH_COMM "\0\0\0", 8);
+	synth_buf_put(b, SYNTH_COMM "\0\0\0", 8);
 	trailer(b, SYNTH_TID, 1000, 0, dummy_ids[0]);
 	/* MMAP2, user */
 	synth_mmap2_offset = b->len;
@@ -187,7 +227,7 @@ static void put_records(struct synth_buf *b, const struct synth_opts *o)
 	put32(b, 8), put32(b, 1);
 	put64(b, 1234), put64(b, 0);
 	put32(b, 5), put32(b, 2);
-	put(b, SYNTH_MMAP_PATH "\0\0", 24);
+	synth_buf_put(b, SYNTH_MMAP_PATH "\0\0", 24);
 	trailer(b, SYNTH_TID, 1100, 0, dummy_ids[0]);
 	/* ITRACE_START on cpu 0 and 1 */
 	for (uint32_t cpu = 0; cpu < 2; cpu++) {
@@ -212,7 +252,7 @@ static void put_records(struct synth_buf *b, const struct synth_opts *o)
 	hdr(b, 3, 0, 8 + 8 + 8 + 32);
 	put32(b, SYNTH_OTHER_TID);
 	put32(b, SYNTH_OTHER_TID);
-	put(b, "other\0\0\0", 8);
+	synth_buf_put(b, "other\0\0\0", 8);
 	trailer(b, SYNTH_OTHER_TID, 5001, 0, dummy_ids[0]);
 	/* second cpu-0 buffer, continuing the first; its AUX says data
 	 * was lost after it */
@@ -221,9 +261,15 @@ static void put_records(struct synth_buf *b, const struct synth_opts *o)
 	trailer(b, SYNTH_OTHER_TID, 5100, 0, pt_ids[0]);
 	put_auxtrace(b, s.data + SYNTH_CPU0_BUF0, SYNTH_CPU0_BUF1,
 		     SYNTH_CPU0_BUF0, 0, 0);
-	/* cpu 1: two buffers with a gap between them */
-	put_auxtrace(b, psb, SYNTH_CPU1_BUF, 100, 1, 1);
-	put_auxtrace(b, psb, SYNTH_CPU1_BUF, o->overlap ? 108 : 200, 1, 1);
+	/* cpu 1: two buffers with a gap between them, or (overlap 2) two
+	 * snapshots whose data overlaps */
+	if (o->overlap == 2) {
+		put_snapshots(b);
+	} else {
+		put_auxtrace(b, psb, SYNTH_CPU1_BUF, 100, 1, 1);
+		put_auxtrace(b, psb, SYNTH_CPU1_BUF, o->overlap ? 108 : 200, 1,
+			     1);
+	}
 	hdr(b, 68, 0, 8); /* FINISHED_ROUND */
 	hdr(b, 4, 0, 8 + 24 + 32); /* EXIT */
 	put32(b, SYNTH_TID), put32(b, 1), put32(b, SYNTH_TID), put32(b, 1);
@@ -244,13 +290,13 @@ static void put_build_id(struct synth_buf *b)
 	for (int i = 0; i < 20; i++)
 		put8(b, (uint8_t)(0xa0 + i));
 	zeros(b, 4);
-	put(b, SYNTH_MMAP_PATH, name - 1);
+	synth_buf_put(b, SYNTH_MMAP_PATH, name - 1);
 	zeros(b, size - 36 - (name - 1));
 }
 
 static int synth_pipe(struct synth_buf *b, const struct synth_opts *o)
 {
-	put(b, "PERFILE2", 8);
+	synth_buf_put(b, "PERFILE2", 8);
 	put64(b, 16);
 	const uint64_t *ids[2] = {pt_ids, dummy_ids};
 	for (int i = 0; i < 2; i++) {

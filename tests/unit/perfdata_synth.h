@@ -25,7 +25,11 @@ enum {
 	SYNTH_CPU0_BUF0 = 37,        /* bytes of PT in queue 0, buffer 0
 					(padded to 40 in the file) */
 	SYNTH_CPU0_BUF1 = 24,
-	SYNTH_CPU1_BUF = 16
+	SYNTH_CPU1_BUF = 16,
+	/* overlap 2: PSB+ blocks of 26 bytes + TNTs */
+	SYNTH_SNAP_A = 26 + 6 + 26 + 4,
+	SYNTH_SNAP_REPEAT = 26 + 4,
+	SYNTH_SNAP_B = SYNTH_SNAP_REPEAT + 26 + 6
 };
 /* time_zero and the TSC packet (0x960) put the trace at perf time 2999:
  * after ITRACE_START (1200), before the switch (5000). */
@@ -42,8 +46,10 @@ struct synth_opts {
 			   record after it starts at an odd offset */
 	int features;   /* file mode: CPUID, NRCPUS and BUILD_ID sections */
 	int nr_priv;    /* AUXTRACE_INFO priv entries (0: 17) */
-	int overlap;    /* snapshot mode: cpu 1's second buffer repeats the
-			   last 8 bytes of its first */
+	int overlap;    /* snapshot mode. 1: cpu 1's second buffer starts
+			   8 bytes before the first ends by its AUX offset
+			   (both a bare PSB); 2: cpu 1's buffers are two
+			   snapshots whose data overlaps (put_snapshots) */
 };
 
 /* Writes the capture into @out (reset first). Returns 0, -1 on no memory.
@@ -54,6 +60,15 @@ int synth_perf_data(struct synth_buf *out, const struct synth_opts *opts);
 extern uint64_t synth_auxtrace_offset; /* first AUXTRACE record */
 extern uint64_t synth_mmap2_offset;
 
+/* Appends @n bytes (aborts when out of memory: a test helper). */
+void synth_buf_put(struct synth_buf *b, const void *p, size_t n);
 void synth_buf_free(struct synth_buf *b);
+
+/* Opens a private exact-size copy of @len bytes of @data (so that ASan
+ * sees any read past the end); free *@copy after pts_perf_close(). */
+struct pts_perf;
+struct pts_perf_error;
+int synth_open_copy(const uint8_t *data, size_t len, uint8_t **copy,
+		    struct pts_perf **perf, struct pts_perf_error *err);
 
 #endif

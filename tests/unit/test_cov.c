@@ -138,13 +138,13 @@ static void expected_edges(const struct steps *t, const struct syn_options *o,
 }
 
 /* Decodes @trace through @cov (edges collected into @got). */
-static int decode(struct pts_cov *cov, const struct pts_image *img,
+/* Decodes @trace with @flow (reset first: one walker serves every decode,
+ * as a fuzzer's would) into @cov. */
+static int decode(struct pts_cov *cov, struct pts_flow *flow,
 		  const struct syn_sink *trace, struct edges *got)
 {
 	static struct pts_flow_rec recs[512];
-	struct pts_flow *flow = pts_flow_new(NULL, img);
-	if (!flow)
-		return -1;
+	CHECK_EQ(pts_flow_reset(flow), 0);
 	struct pts_input in = {trace->mem, trace->mem_len, 0};
 	pts_cov_set_sink(cov, collect, got);
 	pts_flow_end(flow);
@@ -156,7 +156,6 @@ static int decode(struct pts_cov *cov, const struct pts_image *img,
 	}
 	pts_cov_end(cov);
 	CHECK_EQ(n, -PTS_ERR_EOS);
-	pts_flow_free(flow);
 	return errors;
 }
 
@@ -360,23 +359,32 @@ static void run(const struct scenario *sc, const char *elf, uint64_t insns,
 	cc.bitmap_size = 1u << 12; /* small: collisions count too */
 	struct pts_cov *cov = NULL;
 	CHECK_EQ(pts_cov_new(&cc, img, &cov), 0);
-	CHECK_EQ(decode(cov, img, sink, &got), 0);
+	struct pts_flow *flow = pts_flow_new(NULL, img);
+	if (!flow)
+		abort();
+	CHECK_EQ(decode(cov, flow, sink, &got), 0);
 	compare(sc->name, &got, &want);
 	check_layout(sc->name, &got);
 	check_bitmap(cov, &want);
 	check_unique(cov, &want);
 
-	/* Again through the same sink (the fuzzing pattern): the same
-	 * edges, every run found in the cache. */
+	/* Again through the same walker (reset) and sink: the fuzzing
+	 * pattern. The same edges; no block is built again, and every run
+	 * is found in the sink's cache by its id. */
 	struct pts_cov_stats s1, s2;
+	struct pts_flow_stats f1, f2;
 	pts_cov_get_stats(cov, &s1);
+	pts_flow_get_stats(flow, &f1);
 	pts_cov_clear(cov);
-	CHECK_EQ(decode(cov, img, sink, &again), 0);
+	CHECK_EQ(decode(cov, flow, sink, &again), 0);
 	pts_cov_get_stats(cov, &s2);
+	pts_flow_get_stats(flow, &f2);
 	compare(sc->name, &again, &want);
 	check_bitmap(cov, &want);
+	CHECK_EQ(f2.blocks_built, f1.blocks_built);
 	CHECK_EQ(s2.runs_built, s1.runs_built);
 	CHECK_EQ(s2.runs, 2 * s1.runs);
+	CHECK_EQ(f2.insns, f1.insns);
 	pts_cov_free(cov);
 
 	/* A software filter over the function that makes the SYSCALL. */
@@ -385,10 +393,11 @@ static void run(const struct scenario *sc, const char *elf, uint64_t insns,
 	cc.begin[0] = 0x4001c0;
 	cc.end[0] = 0x40022f;
 	CHECK_EQ(pts_cov_new(&cc, img, &cov), 0);
-	CHECK_EQ(decode(cov, img, sink, &fgot), 0);
+	CHECK_EQ(decode(cov, flow, sink, &fgot), 0);
 	filter_edges(&want, cc.begin[0], cc.end[0], &fwant);
 	compare(sc->name, &fgot, &fwant);
 	pts_cov_free(cov);
+	pts_flow_free(flow);
 
 	uint64_t starts = 0;
 	for (size_t i = 0; i < want.n; i++)

@@ -8,7 +8,9 @@
  * path alone: pts_pkt_next() fed one byte at a time never has the 16 bytes
  * the fast path needs. Every other way of
  * decoding (whole buffer, random chunks, batches around the window size)
- * must give the same packets, byte for byte, and the same errors.
+ * must give the same packets, byte for byte, and the same errors; counting
+ * (pts_pkt_count_batch), alone or between decoding calls, the kinds of
+ * those packets and the same errors.
  */
 #include <ptscope/packets.h>
 
@@ -268,6 +270,70 @@ static void compare(const char *name, const struct evs *want,
 	}
 }
 
+/* pts_pkt_count_batch over chunks of @chunk bytes (0: at random), with
+ * batches of up to @max (<= 256), alone or (@mixed) chosen call by call against
+ * pts_pkt_next_batch: its counts must be the kinds of the packets @want has
+ * next, its conditions @want's; packets decoded between counts must be
+ * @want's, byte for byte (the counting path keeps last-IP and the PEBS
+ * block context as decoding does). */
+static void count_compare(const char *name, const struct buf *b, size_t chunk,
+			  int max, int mixed, const struct evs *want)
+{
+	static struct pts_packet pkts[256];
+	struct pts_pkt_config cfg = {0};
+	struct pts_pkt_decoder *dec;
+	struct pts_input in = {b->p, 0, 0};
+	size_t fed = 0, at = 0;
+
+	cfg.no_sync = 1;
+	dec = pts_pkt_decoder_new(&cfg);
+	for (int guard = 0; dec && guard < 1 << 22; guard++) {
+		uint64_t counts[PTS_PKT_KIND_COUNT] = {0};
+		const int counting = !mixed || (rnd() & 1);
+		const int m = 1 + (int)(rnd() % (unsigned)max);
+		int r = counting ? pts_pkt_count_batch(dec, &in, counts, m)
+				 : pts_pkt_next_batch(dec, &in, pkts, m);
+
+		if (r == -PTS_ERR_AGAIN) {
+			size_t n = chunk ? chunk : 1 + rnd() % 200;
+
+			if (fed == b->n) {
+				pts_pkt_end(dec);
+				continue;
+			}
+			in.data = b->p + fed;
+			in.size = n < b->n - fed ? n : b->n - fed;
+			in.pos = 0;
+			fed += in.size;
+			continue;
+		}
+		for (int i = 0; i < (r > 0 ? r : 1) && at < want->n; i++, at++) {
+			const struct ev *e = &want->v[at];
+			uint64_t begin, end;
+
+			if (r < 0) {
+				pts_pkt_error_range(dec, &begin, &end);
+				CHECK(e->r == r && e->begin == begin &&
+				      e->end == end);
+			} else if (counting) {
+				CHECK(e->r == 1 && counts[e->pkt.kind] > 0);
+				counts[e->pkt.kind]--;
+			} else {
+				CHECK(!memcmp(&e->pkt, &pkts[i], sizeof(*pkts)));
+			}
+		}
+		for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+			CHECK(counts[k] == 0);
+		if (r == -PTS_ERR_EOS || r == -PTS_ERR_TRUNCATED ||
+		    r == -PTS_ERR_NO_PROGRESS || r == 0)
+			break;
+	}
+	if (at != want->n)
+		FAIL("%s (chunk %zu, max %d, mixed %d): counted %zu events, "
+		     "want %zu", name, chunk, max, mixed, at, want->n);
+	pts_pkt_decoder_free(dec);
+}
+
 static void check(const char *name, const struct buf *b)
 {
 	static struct evs want, got;
@@ -275,11 +341,14 @@ static void check(const char *name, const struct buf *b)
 	static const int maxes[] = {1, 2, 47, 48, 49, 256};
 
 	decode(b->p, b->n, 1, 1, &want);
-	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++)
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
 		for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
 			decode(b->p, b->n, chunks[c], maxes[m], &got);
 			compare(name, &want, &got, chunks[c], maxes[m]);
 		}
+		count_compare(name, b, chunks[c], 256, 0, &want);
+		count_compare(name, b, chunks[c], 256, 1, &want);
+	}
 }
 
 int main(void)

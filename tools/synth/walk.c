@@ -5,9 +5,42 @@
  * returns pop the walk's call stack; code that cannot be followed (no
  * bytes, no decode, HLT/UD2/WRMSR..., a return with nothing to return to)
  * restarts the walk at a random function entry, which the trace shows as
- * software switching tracing off and on again. Instructions are classified
- * once by the decoder's classifier and kept in a hash table: a long walk
- * revisits the same code millions of times. */
+ * software switching tracing off and on again.
+ *
+ * Code that does not come back ends the path the same way, so that a walk
+ * over a library looks like the library at work rather than like a
+ * process dying over and over:
+ *
+ *   - Noreturn functions, known by name (_exit, exit, abort, __libc_fatal,
+ *     __stack_chk_fail, __assert_fail...; see noreturn_names): a direct
+ *     call or jump to one restarts the walk at that instruction (the
+ *     process would end there); they are never indirect targets or
+ *     restart entries; and a conditional branch one of whose sides calls
+ *     one within a few straight-line instructions (the stack canary's
+ *     `jne` to `call __stack_chk_fail`, an assert) is an error check: the
+ *     walk always goes the other way.
+ *   - Loops with no way out, found without names: between two choices
+ *     (a conditional branch, an indirect target, an interrupt or AEX, a
+ *     restart) the walk is a function of where it is (IP, ring, enclave)
+ *     and its call stack, so when that state repeats the walk would go
+ *     round the same instructions forever: libc's `for (;;)
+ *     exit_group()` after main returns (the walk lets every SYSCALL
+ *     return: it cannot know that exit_group does not), a `jmp .`. Such a
+ *     loop is found (loop_closed) and restarts the walk where the state
+ *     came back, after a few rounds.
+ *   - Loops and recursion the walk's bias would not let go of: a loop
+ *     goes round at most SYN_LOOP_ROUNDS times in a row, a loop around a
+ *     SYSCALL (a retry, a futex wait) rarely goes round (take_branch),
+ *     and a call that would recurse SYN_RECURSION deep from one call site
+ *     restarts the walk (recursing).
+ *
+ * None of this draws more random numbers or changes a walk that meets
+ * none of it: the fixtures over fixtures/bin/enclave_demo stay as they
+ * were.
+ *
+ * Instructions are classified once by the decoder's classifier and kept
+ * in a hash table: a long walk revisits the same code millions of
+ * times. */
 #include "walk_internal.h"
 
 #include <stdlib.h>
@@ -58,6 +91,70 @@ static int cache_grow(struct syn_walk *w)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Noreturn functions.                                                      */
+
+/* Functions that end the process or the thread (libc's and the C
+ * runtime's; a program's own are not known by name: the loop rules below
+ * catch how they end). */
+static const char *const noreturn_names[] = {
+	"_exit",	  "_Exit",	  "exit",	  "quick_exit",
+	"abort",	  "__libc_fatal", "__fortify_fail", "__chk_fail",
+	"__stack_chk_fail", "__assert_fail", "__assert_perror_fail",
+	"__assert",	  "err",	  "errx",	  "verr",
+	"verrx",	  "pthread_exit", "thrd_exit",
+};
+
+static void find_noreturn(struct syn_walk *w)
+{
+	size_t cap = sizeof(w->noret) / sizeof(w->noret[0]);
+	for (size_t i = 0; i < sizeof(noreturn_names) / sizeof(noreturn_names[0]);
+	     i++) {
+		const struct pts_symbol *sym =
+			pts_image_symbol_find(w->img, 0, noreturn_names[i]);
+		if (sym && w->n_noret < cap)
+			w->noret[w->n_noret++] = sym->addr;
+	}
+}
+
+static int is_noreturn(const struct syn_walk *w, uint64_t addr)
+{
+	for (size_t i = 0; i < w->n_noret; i++)
+		if (w->noret[i] == addr)
+			return 1;
+	return 0;
+}
+
+/* Whether the code at @ip, run straight (plain instructions and direct
+ * jumps, at most 8), reaches a direct call or jump to a noreturn
+ * function: an error path. Decodes on its own, not through the cache,
+ * which may be growing under classify(). */
+static int dies_ahead(struct syn_walk *w, uint64_t ip)
+{
+	for (int i = 0; i < 8 && w->n_noret; i++) {
+		struct pts_insn_info info;
+		if (pts_insn_decode(w->cls, w->img, 0, PTS_EXEC_64, ip, &info) <
+		    0)
+			return 0;
+		switch (info.iclass) {
+		case PTS_INSN_PLAIN:
+			ip += info.size;
+			break;
+		case PTS_INSN_JMP:
+			if (is_noreturn(w, info.target))
+				return 1;
+			ip = info.target;
+			break;
+		case PTS_INSN_CALL:
+			return !(info.flags & PTS_INSN_F_CALL0) &&
+			       is_noreturn(w, info.target);
+		default:
+			return 0;
+		}
+	}
+	return 0;
+}
+
 static void classify(struct syn_walk *w, struct syn_insn *in)
 {
 	struct pts_insn_info info;
@@ -80,6 +177,13 @@ static void classify(struct syn_walk *w, struct syn_insn *in)
 			in->special = SYN_SP_SYSCALL;
 		else if ((p[0] == 0x0f && p[1] == 0x07) || p[0] == 0xcf)
 			in->special = SYN_SP_RETURN_USER;
+	}
+	if (info.iclass == PTS_INSN_JCC) {
+		int taken = dies_ahead(w, info.target);
+		int fall = dies_ahead(w, in->ip + info.size);
+		if (taken != fall)
+			in->special = taken ? SYN_SP_TAKEN_DIES
+					    : SYN_SP_FALL_DIES;
 	}
 }
 
@@ -154,7 +258,8 @@ static int collect_functions(struct syn_walk *w)
 		const struct syn_insn *in = syn_walk_insn(w, a);
 		if (!in)
 			return -PTS_ERR_NOMEM;
-		if (in->iclass == SYN_BAD || a >= SYN_KSTUB_BASE)
+		if (in->iclass == SYN_BAD || a >= SYN_KSTUB_BASE ||
+		    is_noreturn(w, a))
 			continue;
 		int e = syn_walk_encl_at(w, a);
 		int err = fn_add(e >= 0 ? &w->encl_fns[e] : &w->host_fns, a);
@@ -162,6 +267,58 @@ static int collect_functions(struct syn_walk *w)
 			return err;
 	}
 	return w->host_fns.n ? 0 : -PTS_ERR_BAD_CONFIG;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loops without a way out.                                                 */
+
+/* Brent's cycle finding over the stretch since the last choice: a
+ * checkpoint of the state after 1, 2, 4, 8... steps. Coming back to the
+ * checkpoint proves a loop, found within about twice its length plus the
+ * steps that led into it. The call stack counts by its depth only if the
+ * walk has not returned below the checkpoint's depth since: above that,
+ * the frames under the checkpoint are the ones it had. Checkpoints are
+ * taken in ring 3 only, so that the restart is in user code (the kernel
+ * stub's SYSRET always leads back there). */
+static void loop_reset(struct syn_walk *w)
+{
+	w->loop.ip = 0;
+	w->loop.steps = 0;
+	w->loop.span = 1;
+}
+
+static int loop_closed(const struct syn_walk *w)
+{
+	return w->loop.ip == w->ip && w->loop.steps &&
+	       w->loop.depth == w->depth &&
+	       w->loop.low >= w->depth && w->loop.where.cpl == w->where.cpl &&
+	       w->loop.where.encl == w->where.encl;
+}
+
+/* After step @s (w->ip and w->where already past it). */
+static void loop_track(struct syn_walk *w, const struct syn_step *s)
+{
+	switch (s->kind) {
+	case SYN_COND:
+	case SYN_IJUMP:
+	case SYN_ICALL:
+	case SYN_INTR:
+	case SYN_AEX:
+	case SYN_RESTART:
+		loop_reset(w);
+		return;
+	default:
+		break;
+	}
+	if (w->depth < w->loop.low)
+		w->loop.low = w->depth;
+	if (++w->loop.steps < w->loop.span || w->where.cpl != 3)
+		return;
+	w->loop.ip = w->ip;
+	w->loop.where = w->where;
+	w->loop.depth = w->loop.low = w->depth;
+	w->loop.steps = 0;
+	w->loop.span *= 2;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -187,8 +344,10 @@ int syn_walk_new(const struct syn_options *o, const struct pts_config *cfg,
 	    (err = pts_image_add_mem(img, 0, syn_kstub, sizeof(syn_kstub),
 				     SYN_KSTUB_BASE)) < 0)
 		goto fail;
+	find_noreturn(w);
 	if ((err = collect_functions(w)) < 0)
 		goto fail;
+	loop_reset(w);
 	const struct syn_insn *in = start ? syn_walk_insn(w, start) : NULL;
 	w->ip = in && in->iclass != SYN_BAD ? start
 					    : syn_walk_random_fn(w, w->where);
@@ -263,19 +422,66 @@ void syn_walk_make_restart(struct syn_walk *w, struct syn_step *s, uint64_t ip)
 		s->to = w->where;
 	w->restart_here = 0;
 	w->depth = 0;
+	w->back.head = 0;
+	w->last_syscall = 0;
 	for (size_t i = 0; i < w->cfg->n_enclaves; i++) {
 		w->encl[i].resume = 0;
 		w->encl[i].eexit_to = 0;
 	}
 }
 
-/* A conditional branch: backward ones iterate 7 times in 8. */
+/* A conditional branch: forward ones go either way, backward ones go
+ * round again 7 times in 8, with two exceptions.
+ * - A loop around the last SYSCALL is a retry or a wait (EINTR, a futex):
+ *   real code rarely goes round those, so its back edge is taken 1 time
+ *   in 8.
+ * - A loop goes round at most SYN_LOOP_ROUNDS times in a row. The cap is
+ *   for loops with several back edges to one head (libc's argp option
+ *   scan has four): 7 in 8 at each keeps the walk there for thousands of
+ *   rounds, a trace of one loop's TNT bits. A loop with one back edge
+ *   gets that far once in 5000 visits: ordinary loops hardly change.
+ *   Rounds count from the first back edge taken to a head until one to
+ *   another head is taken, the loop's function returns or the walk
+ *   restarts.
+ * The random number is drawn in every case, so that the rest of the walk
+ * does not shift when a rule applies. */
+#define SYN_LOOP_ROUNDS 64
+
 static int take_branch(struct syn_walk *w, const struct syn_insn *in)
 {
 	uint64_t r = syn_rand(w);
-	if (in->target <= in->ip)
-		return (r & 7) != 0;
-	return (int)(r & 1);
+	/* An error check (see dies_ahead): the way that goes on. */
+	if (in->special == SYN_SP_TAKEN_DIES || in->special == SYN_SP_FALL_DIES)
+		return in->special == SYN_SP_FALL_DIES;
+	if (in->target > in->ip)
+		return (int)(r & 1);
+	if (in->target <= w->last_syscall && w->last_syscall < in->ip)
+		return (r & 7) == 0; /* a retry loop: round again 1 in 8 */
+	if (w->back.head != in->target || w->back.depth != w->depth) {
+		w->back.head = in->target;
+		w->back.depth = w->depth;
+		w->back.rounds = 0;
+	}
+	if ((r & 7) == 0 || w->back.rounds >= SYN_LOOP_ROUNDS)
+		return 0;
+	w->back.rounds++;
+	return 1;
+}
+
+/* Recursion: a call whose return address is on the walk's stack
+ * SYN_RECURSION times already. A function that calls itself in a loop
+ * is a branching process: with 7 rounds in 8 each call makes several
+ * more, and the walk never comes back out (libc's argp option tree).
+ * Such a call ends the path like code the walk cannot follow. */
+#define SYN_RECURSION 8
+
+static int recursing(const struct syn_walk *w, uint64_t ra)
+{
+	unsigned seen = 0;
+	for (size_t i = w->depth; i-- > 0;)
+		if (w->stack[i] == ra && ++seen == SYN_RECURSION)
+			return 1;
+	return 0;
 }
 
 int syn_walk_next(struct syn_walk *w, struct syn_step *s)
@@ -286,7 +492,7 @@ int syn_walk_next(struct syn_walk *w, struct syn_step *s)
 		w->queued = 0;
 		goto done;
 	}
-	if (w->restart_here) {
+	if (w->restart_here || loop_closed(w)) {
 		syn_walk_make_restart(w, s, w->ip);
 		goto done;
 	}
@@ -318,10 +524,18 @@ int syn_walk_next(struct syn_walk *w, struct syn_step *s)
 		}
 		break;
 	case PTS_INSN_JMP:
+		if (is_noreturn(w, in->target)) {
+			syn_walk_make_restart(w, s, in->ip);
+			break;
+		}
 		s->kind = SYN_JUMP;
 		s->next = in->target;
 		break;
 	case PTS_INSN_CALL:
+		if (is_noreturn(w, in->target) || recursing(w, nlip)) {
+			syn_walk_make_restart(w, s, in->ip);
+			break;
+		}
 		s->kind = SYN_CALL;
 		s->next = in->target;
 		if (in->flags & PTS_INSN_F_CALL0)
@@ -334,6 +548,10 @@ int syn_walk_next(struct syn_walk *w, struct syn_step *s)
 		s->next = syn_walk_random_fn(w, w->where);
 		break;
 	case PTS_INSN_CALL_IND:
+		if (recursing(w, nlip)) {
+			syn_walk_make_restart(w, s, in->ip);
+			break;
+		}
 		s->kind = SYN_ICALL;
 		s->next = syn_walk_random_fn(w, w->where);
 		syn_walk_push(w, nlip);
@@ -347,9 +565,13 @@ int syn_walk_next(struct syn_walk *w, struct syn_step *s)
 		}
 		s->kind = SYN_RET;
 		s->next = w->stack[--w->depth];
+		if (w->depth < w->back.depth)
+			w->back.head = 0; /* left the loop's function */
 		break;
 	}
 	case PTS_INSN_FAR:
+		if (in->special == SYN_SP_SYSCALL)
+			w->last_syscall = in->ip;
 		syn_walk_far(w, in, s);
 		break;
 	case PTS_INSN_ENCLU:
@@ -362,5 +584,6 @@ int syn_walk_next(struct syn_walk *w, struct syn_step *s)
 done:
 	w->ip = s->next;
 	w->where = s->to;
+	loop_track(w, s);
 	return 0;
 }

@@ -8,7 +8,13 @@
 
 /* One classified instruction (the decode cache's entry). */
 enum { SYN_BAD = 0xff };
-enum { SYN_SP_NONE = 0, SYN_SP_SYSCALL, SYN_SP_RETURN_USER };
+enum {
+	SYN_SP_NONE = 0,
+	SYN_SP_SYSCALL,     /* FAR */
+	SYN_SP_RETURN_USER, /* FAR: SYSRET, IRET */
+	SYN_SP_TAKEN_DIES,  /* JCC: the taken side calls a noreturn function */
+	SYN_SP_FALL_DIES,   /* JCC: the fall-through side does */
+};
 
 struct syn_insn {
 	uint64_t ip; /* 0: empty slot */
@@ -33,6 +39,9 @@ struct syn_walk {
 	size_t cache_used;
 
 	struct syn_fnlist host_fns, *encl_fns;
+	/* Entries of the noreturn functions found by name (walk.c). */
+	uint64_t noret[24];
+	size_t n_noret;
 
 	uint64_t ip;
 	struct syn_where where;
@@ -43,6 +52,26 @@ struct syn_walk {
 	uint8_t restart_here;
 	uint8_t queued;
 	struct syn_step queue;
+
+	/* For take_branch (walk.c): the IP of the last SYSCALL (0: none
+	 * since the restart), and the loop taken backward last: its head,
+	 * the call depth it runs at, the rounds gone so far. */
+	uint64_t last_syscall;
+	struct {
+		uint64_t head; /* 0: none */
+		size_t depth;
+		uint32_t rounds;
+	} back;
+
+	/* The no-progress check (walk.c): a checkpoint of the walk's state
+	 * in the current stretch without choices. */
+	struct {
+		uint64_t ip; /* 0: no checkpoint yet */
+		struct syn_where where;
+		size_t depth; /* call depth at the checkpoint */
+		size_t low;   /* lowest call depth since */
+		uint64_t steps, span; /* steps since; the next one after span */
+	} loop;
 };
 
 uint64_t syn_rand(struct syn_walk *w);

@@ -26,9 +26,13 @@
  *
  * The sink consumes records from pts_flow_next() (decoder.h). It classifies
  * each distinct instruction run once and keeps the result (a run cache,
- * bounded like the block cache), so decoding the same code again costs a
- * hash lookup per run. One sink may serve many traces in turn (fuzzing):
- * call pts_cov_end() after each one; the caches stay.
+ * bounded like the block cache, keyed by the records' run ids), so
+ * decoding the same code again costs one table lookup per run. One sink
+ * may serve many traces in turn (fuzzing): call pts_cov_end() after each
+ * one; the caches stay. Feed it from one walker reset between traces
+ * (pts_flow_reset()) and the run ids stay the same too: nothing is
+ * classified again. Records without a run id (0) are keyed by a hash of
+ * their addresses.
  *
  * Return convention as in packets.h: int >= 0 success, < 0 -PTS_ERR_*.
  */

@@ -292,7 +292,18 @@ struct pts_flow_rec {
 	const uint64_t *ips;   /* INSNS: @n addresses (valid until the next
 				  pts_flow_next() call) */
 	const uint8_t *sizes;  /* INSNS: @n sizes */
-	uint64_t arg, arg2;    /* EVENT payload */
+	union {
+		uint64_t arg;  /* EVENT payload */
+		/* INSNS: the run id. Runs with the same id (non-zero) have
+		 * the same ips, sizes, @n, @cr3 and @mode, within the
+		 * process and for as long as the image set is not changed:
+		 * ids are never reused, not even by another walker or
+		 * after a cache flush. Consumers key what they derive from
+		 * a run by it instead of hashing the addresses (the
+		 * coverage sink does). 0: no id (records made by hand). */
+		uint64_t run;
+	};
+	uint64_t arg2;         /* EVENT payload */
 	uint32_t n;            /* INSNS: count (>= 1) */
 	int16_t error;         /* ERROR: -PTS_ERR_* */
 	uint8_t kind;          /* enum pts_flow_kind */
@@ -351,12 +362,23 @@ int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
  * that will not come. */
 void pts_flow_end(struct pts_flow *flow);
 
+/* Forgets the trace: packets queued or half-read, the state of the walk,
+ * the return stack, pending records, pts_flow_end(), the counters (except
+ * blocks_built and cache_flushes, which describe the cache). Keeps the
+ * block cache with its successor links, so that decoding the
+ * same code again (fuzzing: one trace per input) builds no block twice.
+ * Afterwards the walker is as new: the next pts_flow_next() reads a new
+ * trace from its first byte (stream offsets restart at the configured
+ * base_offset). Returns 0, -PTS_ERR_INVALID for NULL, -PTS_ERR_NOMEM. */
+int pts_flow_reset(struct pts_flow *flow);
+
 struct pts_flow_stats {
 	uint64_t insns;        /* instructions delivered */
 	uint64_t events;       /* event records */
 	uint64_t errors;       /* error records */
 	uint64_t packets;      /* packets decoded */
-	uint64_t blocks_built; /* blocks decoded with capstone */
+	uint64_t blocks_built; /* blocks decoded with capstone (since
+				  creation: pts_flow_reset() keeps them) */
 	uint64_t cache_flushes;
 	uint64_t skipped;      /* trace bytes skipped to resync */
 };

@@ -67,7 +67,8 @@ extern "C" {
 	X(TIME_CONV, 79)                                                       \
 	X(HEADER_FEATURE, 80)                                                  \
 	X(COMPRESSED, 81)                                                      \
-	X(FINISHED_INIT, 82)
+	X(FINISHED_INIT, 82)                                                    \
+	X(COMPRESSED2, 83)
 
 enum pts_perf_record_type {
 #define PTS_PERF_REC_ENUM_(name, num) PTS_PERF_RECORD_##name = num,
@@ -92,7 +93,8 @@ enum pts_perf_feature {
 	PTS_PERF_FEAT_CMDLINE = 11,
 	PTS_PERF_FEAT_EVENT_DESC = 12,
 	PTS_PERF_FEAT_PMU_MAPPINGS = 16,
-	PTS_PERF_FEAT_AUXTRACE = 18
+	PTS_PERF_FEAT_AUXTRACE = 18,
+	PTS_PERF_FEAT_COMPRESSED = 27
 };
 
 /* PERF_RECORD_AUX flags. */
@@ -130,6 +132,11 @@ struct pts_perf;
  * payloads are skipped, not read). A regular file is mapped; standard
  * input from a pipe (`perf record -o - | ptscope ...`) cannot be, and is
  * read into memory.
+ * COMPRESSED records (`perf record -z`) are inflated at open into an
+ * unlinked temp file that is mapped too; the records in them are read as
+ * any other (needs libzstd: -PTS_ERR_UNSUPPORTED, "ptscope was built
+ * without libzstd", otherwise). A corrupt payload makes the file damaged
+ * at that record.
  *
  * Returns 0 and sets *@perf when the whole file was read.
  * Returns 1 and sets *@perf when the file is damaged (truncated or corrupt
@@ -177,6 +184,14 @@ struct pts_perf_summary {
 	uint32_t nr_pmu_mappings;
 	uint32_t intel_pt_pmu_type; /* PMU_MAPPINGS' type of "intel_pt";
 				       0 when absent */
+	/* `perf record -z`: the HEADER_COMPRESSED feature (0 when absent;
+	 * comp_type 1 = zstd) and the COMPRESSED records read. Records
+	 * inside them are counted in nr_records and record_counts like any
+	 * other; the COMPRESSED records themselves only here. */
+	uint32_t comp_version, comp_type, comp_level, comp_ratio, comp_mmap_len;
+	uint64_t nr_compressed;     /* COMPRESSED and COMPRESSED2 records */
+	uint64_t compressed_bytes;  /* their zstd payload */
+	uint64_t decompressed_bytes; /* what it inflated to */
 };
 
 /* The summary of @perf; valid until pts_perf_close(). */
@@ -298,10 +313,13 @@ uint64_t pts_perf_tsc_extend(uint64_t tsc56, uint64_t reference);
  * a queue are linked by their AUX offsets: perf pads every copy-out to 8
  * bytes, so a next buffer that starts up to 7 bytes before this one's end
  * continues it (the padding is trimmed and a packet cut by the copy-out
- * joins); a later start is lost data; an earlier one (snapshot mode)
- * repeats data, trimmed from the next buffer's front by the offsets alone
- * (perf instead matches PSB and TSC packets; offsets from a perf that
- * misreported the snapshot head would mislead this). */
+ * joins); a later start is lost data; an earlier one repeats data, trimmed
+ * from the next buffer's front. In snapshot mode (AUXTRACE_INFO) the
+ * offsets are not trusted: as perf does (intel_pt_find_overlap), the TSC of
+ * the previous buffer's last PSB+ is looked for in the PSB+s of the next
+ * (without TSC packets: its tail byte for byte), the repeated bytes are
+ * skipped, and the data continues only where a match was found; bytes
+ * before the next buffer's first PSB are never used. */
 struct pts_perf_buffer {
 	uint64_t record_offset; /* file offset of the AUXTRACE record */
 	uint64_t data_offset;   /* file offset of the first PT byte */
@@ -317,10 +335,14 @@ struct pts_perf_buffer {
 	int32_t tid, cpu;       /* -1 when not per thread / not per cpu */
 	uint8_t consecutive;    /* continues the previous buffer of its queue;
 				   0: the decoder must resync at a PSB */
-	const uint8_t *data;    /* @use_size bytes, zero-copy */
+	const uint8_t *data;    /* @use_size bytes, zero-copy (inside a
+				   COMPRESSED record: in the reader's mapping
+				   of the decompressed stream) */
+	uint64_t order;         /* file order of the record (sort key) */
 };
 
-/* One packet stream: all buffers with one idx, in file order. */
+/* One packet stream: all buffers with one idx, in file order (a buffer
+ * inside a COMPRESSED record counts at that record's place). */
 struct pts_perf_queue {
 	uint32_t idx;
 	int32_t cpu, tid;       /* of the first buffer */
@@ -429,7 +451,15 @@ struct pts_perf_time_conv_rec {
 };
 
 struct pts_perf_record {
-	uint64_t offset; /* file offset of the record header */
+	/* File offset of the record header. For a record that came out of
+	 * COMPRESSED records (`perf record -z`) it is a position past the
+	 * end of the file: the reader keeps the decompressed stream there,
+	 * @file_offset is the COMPRESSED record it starts in and
+	 * @zoffset its position in the decompressed stream. */
+	uint64_t offset;
+	uint64_t file_offset;
+	uint64_t zoffset;
+	uint8_t compressed; /* came out of a COMPRESSED record */
 	uint32_t type;
 	uint16_t misc;
 	uint16_t size;   /* header.size (AUXTRACE payload not included) */
@@ -461,21 +491,29 @@ struct pts_perf_record {
 struct pts_perf_cursor {
 	uint64_t pos;
 	uint64_t index;
+	/* Inside the decompressed stream: the next record there, and the
+	 * end of what the COMPRESSED records read so far inflated to
+	 * (0: not inside one). */
+	uint64_t zpos, zend;
+	uint8_t zdone; /* the leftover check at the end was made */
 };
 
 /* Puts @cur at the first record. */
 void pts_perf_cursor_init(const struct pts_perf *perf,
 			  struct pts_perf_cursor *cur);
 
-/* Reads the record at @cur into @rec and advances @cur.
+/* Reads the record at @cur into @rec and advances @cur. COMPRESSED and
+ * COMPRESSED2 records are not returned: the records they hold are, in
+ * their place (a record cut between two COMPRESSED records comes with the
+ * second, as perf reads them).
  * Returns 1 for a record, 0 at the end.
  * Returns -PTS_ERR_BAD_FORMAT for a record whose body is too short for its
  *   type: @rec holds the header fields, @cur has moved past it, iteration
  *   can continue. @err (may be NULL) says where.
  * Returns -PTS_ERR_TRUNCATED / -PTS_ERR_BAD_FORMAT where the open-time pass
  *   found the stream damaged (see pts_perf_open()); @cur moves to the end.
- * Returns -PTS_ERR_UNSUPPORTED for a COMPRESSED record (zstd is not
- *   supported); iteration can continue. */
+ * Files with COMPRESSED records open only when ptscope was built with
+ *   libzstd (pts_perf_open() fails with -PTS_ERR_UNSUPPORTED otherwise). */
 int pts_perf_next_record(const struct pts_perf *perf,
 			 struct pts_perf_cursor *cur,
 			 struct pts_perf_record *rec,
@@ -587,12 +625,41 @@ void pts_perf_clock_packet(struct pts_perf_clock *c,
  * (docs/perf-data-facts.md section 7): the file header, one PT attr with
  * sample_id_all and TIME, AUXTRACE_INFO, COMM, MMAP per code file and one
  * AUXTRACE record holding the bytes, written straight from the caller's
- * buffer (never copied). One per-thread queue (tid @tid, cpu @cpu or -1).
+ * buffer (never copied). One per-thread queue (tid @tid, cpu @cpu or -1),
+ * or one per-cpu queue running several processes (@tasks, @switches).
  */
 struct pts_perf_write_map {
 	uint64_t addr, len, pgoff; /* file bytes [pgoff, pgoff+len) at addr */
 	const char *filename;
 	uint8_t kernel;            /* cpumode kernel (else user) */
+};
+
+/* Another process on the queue's CPU (per-cpu captures): its COMM and
+ * MMAPs, under its own pid. */
+struct pts_perf_write_task {
+	uint32_t pid, tid;
+	const char *comm;      /* NULL: no COMM record */
+	const struct pts_perf_write_map *maps;
+	uint32_t nr_maps;
+};
+
+/* A context switch on the queue's CPU at perf time @time: written as the
+ * SWITCH_CPU_WIDE pair the kernel records (OUT of prev naming next, IN of
+ * next naming prev). */
+struct pts_perf_write_switch {
+	uint64_t time;
+	uint32_t prev_pid, prev_tid, next_pid, next_tid;
+};
+
+/* Another CPU's trace (per-cpu captures): a queue of its own, in which
+ * process @pid/@tid runs from perf time @itrace_time (ITRACE_START). */
+struct pts_perf_write_queue {
+	int32_t cpu;
+	uint32_t pid, tid;
+	uint64_t itrace_time;
+	const void *pt;
+	size_t pt_size;
+	uint64_t reference;
 };
 
 struct pts_perf_write_opts {
@@ -616,11 +683,32 @@ struct pts_perf_write_opts {
 	 * PTS_PERF_AUX_TRUNCATED; NULL: one AUX announcing all bytes. */
 	const struct pts_perf_aux *aux;
 	uint32_t nr_aux;
+	/* Per-cpu capture of several processes (needs @cpu >= 0): more
+	 * processes, and the context switches between them. With switches
+	 * the queue is a per-cpu one (AUXTRACE tid -1, cpu-wide switch
+	 * sideband, ITRACE_START of @pid/@tid at perf time @itrace_time). */
+	const struct pts_perf_write_task *tasks;
+	uint32_t nr_tasks;
+	const struct pts_perf_write_switch *switches;
+	uint32_t nr_switches;
+	uint64_t itrace_time;
+	/* More per-cpu queues (idx 1, 2, ...; needs @switches). */
+	const struct pts_perf_write_queue *queues;
+	uint32_t nr_queues;
+	/* `perf record -z`: 1 writes the sideband (COMM, MMAP, AUX, switch
+	 * records) into zstd COMPRESSED records as perf record does, with
+	 * the HEADER_COMPRESSED feature; AUXTRACE_INFO and AUXTRACE (and
+	 * their data) stay outside. 2 puts the AUXTRACE records and their
+	 * data inside too: perf never writes that (nor can perf 6.1 read
+	 * the data from there), ptscope reads it. 0: no compression. */
+	uint8_t compress;
+	int compress_level;    /* zstd level; 0: 1 (perf's default) */
 };
 
 /* Writes the file @path (a regular file: the header is rewritten once the
  * data size is known).
- * Returns 0, -PTS_ERR_INVALID (NULL arguments), -PTS_ERR_IO (errno kept). */
+ * Returns 0, -PTS_ERR_INVALID (NULL arguments), -PTS_ERR_IO (errno kept),
+ * -PTS_ERR_UNSUPPORTED (@compress without libzstd), -PTS_ERR_NOMEM. */
 int pts_perf_write(const char *path, const struct pts_perf_write_opts *o);
 
 #ifdef __cplusplus
