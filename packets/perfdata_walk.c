@@ -46,6 +46,10 @@ int pts_perf_step(const struct pts_perf *perf, struct pts_perf_cursor *cur,
 			int rc = step_inside(perf, cur, pos, len, err);
 			if (rc != 0) {
 				if (rc < 0) {
+					/* A broken frame hides the rest, in
+					 * the stream and in the file; the
+					 * cursor still moves past it. */
+					cur->zpos = cur->zend;
 					cur->zend = 0;
 					cur->pos = end;
 				}
