@@ -157,46 +157,6 @@ static double run_blk(const struct trace *t, uint8_t *bitmap, uint64_t *insns)
 }
 
 /* `PTSCOPE synth --walk ELF --no-retcomp` into a temporary directory. */
-static int make_trace(const char *ptscope, const char *elf, const char *insns,
-		      struct trace *t)
-{
-	char dir[] = "/tmp/bench_cov.XXXXXX", cmd[8192], pt[256], cfg[256];
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(pt, sizeof(pt), "%s/walk.pt", dir);
-	snprintf(cfg, sizeof(cfg), "%s/walk.cfg", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "'%s' synth --walk '%s' --insns %s --no-retcomp -o %s "
-		 "--config-out %s",
-		 ptscope, elf, insns, pt, cfg);
-	int err = system(cmd) == 0 ? 0 : -1;
-	int line = 0;
-	if (err == 0 && (pts_config_load(&t->cfg, cfg, &line) < 0 ||
-			 pts_test_add_images(t->img, &t->cfg) < 0))
-		err = -1;
-	int fd = err == 0 ? open(pt, O_RDONLY) : -1;
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
-		/* A private copy: no decoder pays for page faults on it. */
-		uint8_t *mem = malloc((size_t)st.st_size);
-		if (mem && read(fd, mem, (size_t)st.st_size) == st.st_size) {
-			t->data = mem;
-			t->size = (size_t)st.st_size;
-		} else {
-			free(mem);
-			err = -1;
-		}
-	} else {
-		err = -1;
-	}
-	if (fd >= 0)
-		close(fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-	return err;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -215,10 +175,14 @@ int main(int argc, char **argv)
 	struct trace t = {0};
 	pts_config_init(&t.cfg);
 	t.img = pts_image_new();
-	if (make_trace(argv[1], elf, insns, &t) < 0) {
-		fprintf(stderr, "cannot synthesize the trace\n");
+	char dir[4096] = "", *no_retcomp[] = {"--no-retcomp"};
+	int made = pts_test_synth_walk(argv[1], elf, insns, no_retcomp, 1, dir,
+				       sizeof(dir), &t.cfg, t.img, &t.data,
+				       &t.size);
+	/* Both decoders read the code from t.img, not from the files. */
+	pts_test_remove_dir(dir);
+	if (made < 0)
 		return 1;
-	}
 	printf("trace: synth --walk %s --insns %s --no-retcomp: %zu bytes\n",
 	       elf, insns, t.size);
 

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,65 +201,6 @@ static void report(const struct result *r, size_t bytes)
 }
 
 /* Runs `PTSCOPE synth --walk ELF` into @dir; loads trace and config. */
-static int synthesize(const char *ptscope, const char *elf, const char *insns,
-		      char **extra, int nextra, const char *dir,
-		      struct bench *b)
-{
-	char trace[4096], config[4096];
-	snprintf(trace, sizeof(trace), "%s/bench_flow.pt", dir);
-	snprintf(config, sizeof(config), "%s/bench_flow.cfg", dir);
-	pid_t pid = fork();
-	if (pid == 0) {
-		char *args[64] = {(char *)ptscope, "synth", "--walk", (char *)elf,
-				  "--insns", (char *)insns, "-o", trace,
-				  "--config-out", config};
-		int n = 10;
-		for (int i = 0; i < nextra && n < 63; i++)
-			args[n++] = extra[i];
-		args[n] = NULL;
-		execv(ptscope, args);
-		_exit(127);
-	}
-	int ws;
-	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
-	    WEXITSTATUS(ws)) {
-		fprintf(stderr, "ptscope synth failed\n");
-		return -1;
-	}
-	int line = 0;
-	if (pts_config_load(&b->cfg, config, &line) < 0 ||
-	    pts_test_add_images(b->img, &b->cfg) < 0) {
-		fprintf(stderr, "%s: cannot load\n", config);
-		return -1;
-	}
-	/* Read into memory: no decoder pays for page faults on the file. */
-	FILE *f = fopen(trace, "rb");
-	if (!f || fseek(f, 0, SEEK_END) < 0)
-		return -1;
-	long size = ftell(f);
-	uint8_t *mem = size > 0 ? malloc((size_t)size) : NULL;
-	rewind(f);
-	if (!mem || fread(mem, 1, (size_t)size, f) != (size_t)size) {
-		fclose(f);
-		free(mem);
-		return -1;
-	}
-	fclose(f);
-	b->trace = mem;
-	b->size = (size_t)size;
-	return 0;
-}
-
-static void remove_dir(const char *d)
-{
-	char cmd[4200];
-	if (!d)
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", d);
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -274,23 +214,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no %s: skipped\n", elf);
 		return 77;
 	}
-	const char *tmp = getenv("TMPDIR");
-	char dir[] = "/tmp/bench_flow.XXXXXX";
-	char dirbuf[4096];
-	snprintf(dirbuf, sizeof(dirbuf), "%s/bench_flow.XXXXXX",
-		 tmp ? tmp : "/tmp");
-	char *d = mkdtemp(tmp ? dirbuf : dir);
+	char d[4096] = "";
 	struct bench b = {0};
 	pts_config_init(&b.cfg);
 	b.img = pts_image_new();
 	struct clocks t0, t1;
 	now(&t0);
-	int err = d ? synthesize(argv[1], elf, insns, argv + 4,
-				 argc > 4 ? argc - 4 : 0, d, &b)
-		    : -1;
+	int err = pts_test_synth_walk(argv[1], elf, insns, argv + 4,
+				      argc > 4 ? argc - 4 : 0, d, sizeof(d),
+				      &b.cfg, b.img, &b.trace, &b.size);
 	now(&t1);
 	if (err < 0) {
-		remove_dir(d);
+		pts_test_remove_dir(d);
 		return 1;
 	}
 	printf("trace: synth --walk %s --insns %s", elf, insns);
@@ -316,7 +251,7 @@ int main(int argc, char **argv)
 	printf("instruction counts and address sums %s\n",
 	       same ? "agree" : "DIFFER");
 	/* libipt maps its file sections lazily: remove them only now. */
-	remove_dir(d);
+	pts_test_remove_dir(d);
 	free((void *)b.trace);
 	pts_image_free(b.img);
 	pts_config_fini(&b.cfg);

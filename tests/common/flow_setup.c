@@ -2,6 +2,9 @@
 #include "flow_setup.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <gelf.h>
 #include <string.h>
 #include <unistd.h>
@@ -124,4 +127,72 @@ int pts_test_libipt_images(struct pt_image *img,
 			return err;
 	}
 	return 0;
+}
+
+int pts_test_synth_walk(const char *ptscope, const char *elf,
+			const char *insns, char *const *extra, int nextra,
+			char *dir, size_t cap, struct pts_config *cfg,
+			struct pts_image *img, const uint8_t **data,
+			size_t *size)
+{
+	const char *tmp = getenv("TMPDIR");
+	char trace[4200], config[4200];
+	snprintf(dir, cap, "%s/ptscope-walk.XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "cannot make a directory %s\n", dir);
+		dir[0] = 0;
+		return -1;
+	}
+	snprintf(trace, sizeof(trace), "%s/walk.pt", dir);
+	snprintf(config, sizeof(config), "%s/walk.cfg", dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *args[64] = {(char *)ptscope, "synth", "--walk", (char *)elf,
+				  "--insns", (char *)insns, "-o", trace,
+				  "--config-out", config};
+		int n = 10;
+		for (int i = 0; i < nextra && n < 63; i++)
+			args[n++] = extra[i];
+		args[n] = NULL;
+		execv(ptscope, args);
+		_exit(127);
+	}
+	int ws;
+	if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) ||
+	    WEXITSTATUS(ws)) {
+		fprintf(stderr, "ptscope synth failed\n");
+		return -1;
+	}
+	int line = 0;
+	if (pts_config_load(cfg, config, &line) < 0 ||
+	    pts_test_add_images(img, cfg) < 0) {
+		fprintf(stderr, "%s: cannot load\n", config);
+		return -1;
+	}
+	FILE *f = fopen(trace, "rb");
+	long n = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+	uint8_t *mem = n > 0 ? malloc((size_t)n) : NULL;
+	if (f)
+		rewind(f);
+	if (!mem || fread(mem, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "%s: cannot read\n", trace);
+		if (f)
+			fclose(f);
+		free(mem);
+		return -1;
+	}
+	fclose(f);
+	*data = mem;
+	*size = (size_t)n;
+	return 0;
+}
+
+void pts_test_remove_dir(const char *dir)
+{
+	char cmd[4300];
+	if (!dir || !dir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
 }

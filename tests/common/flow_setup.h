@@ -32,4 +32,20 @@ int pts_test_libipt_images(struct pt_image *img,
 			   struct pt_image_section_cache *isc,
 			   const struct pts_config *cfg);
 
+/* Runs `PTSCOPE synth --walk ELF --insns INSNS EXTRA...` into a new
+ * directory under $TMPDIR (its path in @dir, @cap bytes), loads the
+ * configuration it writes into @cfg and its images into @img, and reads
+ * the trace into memory (*@data, malloc'd: no decoder pays for page
+ * faults on the file). The directory stays (libipt maps the files it
+ * names lazily); pts_test_remove_dir() removes it. Returns 0, or -1 after
+ * saying why on stderr. */
+int pts_test_synth_walk(const char *ptscope, const char *elf,
+			const char *insns, char *const *extra, int nextra,
+			char *dir, size_t cap, struct pts_config *cfg,
+			struct pts_image *img, const uint8_t **data,
+			size_t *size);
+
+/* rm -rf @dir (NULL or "": nothing). */
+void pts_test_remove_dir(const char *dir);
+
 #endif
