@@ -20,7 +20,9 @@
  * shifting a CYC payload) is done by pts_fast_rare(), and one bound check
  * covers both the input and the batch. Earlier attempts, looking the sizes
  * up ahead for a block of bytes and crossing runs of one-byte packets found
- * by an SSE2 mask, were slower too.
+ * by an SSE2 mask, were slower too when every packet is stored. Counting
+ * (pts_fast_count()) stores none, and there 64-byte blocks sized by vector
+ * code are twice as fast: count_blocks.c, on CPUs with AVX-512 VBMI.
  */
 #include "packets_internal.h"
 
@@ -133,6 +135,13 @@ static void pts_fast_table(struct pts_fast_op *ops, uint8_t *sizes)
 			kind = PTS_PKT_TSC;
 			size = 8;
 			op->mask = 0xffffffffffffffull;
+		} else if ((b & 7) == 7) {
+			/* A longer CYC: size 0, but the kind for the counting
+			 * blocks (count_blocks.c), which size it themselves,
+			 * as they do long TNTs. */
+			kind = PTS_PKT_CYC;
+		} else if (b == PTS_OPC_EXT) {
+			kind = PTS_PKT_TNT64;
 		}
 		sizes[b] = (uint8_t)size;
 		op->hdr = pts_hdr(kind, size, ipc);
@@ -200,17 +209,14 @@ void pts_fast_init(struct pts_fast_tab *tab, int skd007)
 {
 	pts_fast_table(tab->ops, tab->size);
 	tab->skd007 = (uint8_t)(skd007 != 0);
+	tab->blocks = (uint8_t)pts_fast_blocks_supported();
 }
 
-/* Decodes a packet the table leaves alone at @q, with @avail >= PTS_PKT_MAX
- * bytes from @q to the end of the view: CYCs of two bytes or more, long
- * TNT, and through pts_pkt_parse() sext-48 IPs, extended packets and MODE.
- * Returns its size, or 0 when the slow path must see it (errors, the SKD007
- * case). Sets *@blk after a BBP: the caller must stop there. */
-static inline unsigned pts_fast_rare(const struct pts_fast_tab *tab,
-				     const uint8_t *q, size_t avail,
-				     uint64_t off, uint64_t *lip, uint8_t *blk,
-				     struct pts_packet *pk)
+/* CYCs of two bytes or more, long TNT, and through pts_pkt_parse() sext-48
+ * IPs, extended packets and MODE (contract in packets_internal.h). */
+unsigned pts_fast_rare(const struct pts_fast_tab *tab, const uint8_t *q,
+		       size_t avail, uint64_t off, uint64_t *lip, uint8_t *blk,
+		       struct pts_packet *pk)
 {
 	uint64_t value;
 	unsigned n;
@@ -364,5 +370,12 @@ int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
 		   uint64_t *off, uint64_t *lip, uint8_t *blk,
 		   uint64_t *counts, int max)
 {
-	return pts_fast_run(tab, in, off, lip, blk, NULL, counts, max, 1);
+	/* 64-byte blocks first (count_blocks.c), the table step for what
+	 * they leave: the view's last bytes, a batch nearly full. */
+	int got = pts_fast_count_blocks(tab, in, off, lip, blk, counts, max);
+
+	if (*blk || got >= max)
+		return got;
+	return got + pts_fast_run(tab, in, off, lip, blk, NULL, counts,
+				  max - got, 1);
 }

@@ -120,9 +120,19 @@ struct pts_fast_tab {
 	 * on one load without index scaling. */
 	uint8_t size[256];
 	uint8_t skd007; /* SKD007 applies: 2-byte CYCs ending in 02 */
+	uint8_t blocks; /* the CPU runs count_blocks.c */
 };
 
 void pts_fast_init(struct pts_fast_tab *tab, int skd007);
+
+/* Decodes a packet the table leaves alone at @q (size 0 in tab->size),
+ * with @avail >= PTS_PKT_MAX bytes from @q to the end of the view, into
+ * @pk at stream offset @off, updating the last IP @lip. Returns its size,
+ * or 0 when the slow path must see it (errors, the SKD007 case). Sets
+ * *@blk after a BBP: the caller must stop there. */
+unsigned pts_fast_rare(const struct pts_fast_tab *tab, const uint8_t *q,
+		       size_t avail, uint64_t off, uint64_t *lip, uint8_t *blk,
+		       struct pts_packet *pk);
 
 /* Decodes up to @max packets straight from @in while at least PTS_PKT_MAX
  * bytes remain, outside a PEBS block. @off is the stream offset of the
@@ -140,5 +150,14 @@ int pts_fast_decode(const struct pts_fast_tab *tab, struct pts_input *in,
 int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
 		   uint64_t *off, uint64_t *lip, uint8_t *blk,
 		   uint64_t *counts, int max);
+
+/* count_blocks.c: whether this CPU runs pts_fast_count_blocks() (it needs
+ * AVX-512 VBMI), and pts_fast_count() 64 bytes at a time while two blocks
+ * and PTS_PKT_MAX bytes are left and the batch has room for 64 packets
+ * (0 packets on other CPUs). Same contract as pts_fast_count(). */
+int pts_fast_blocks_supported(void);
+int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+			  uint64_t *off, uint64_t *lip, uint8_t *blk,
+			  uint64_t *counts, int max);
 
 #endif /* PTS_PACKETS_INTERNAL_H */

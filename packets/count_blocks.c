@@ -1,0 +1,284 @@
+/* Counting packets 64 bytes at a time: the fast path of
+ * pts_pkt_count_batch() (`dump --quiet`) on x86-64 CPUs with AVX-512 VBMI.
+ *
+ * Two thirds of a capture's packets are one byte long (TNT-8, PAD, CYC
+ * without Exp), and the table step of decoder_fast.c spends a chain of two
+ * loads on each (the byte, then its size). Here vector code looks at a
+ * block of 64 bytes once and says, for every byte j, what follows if a
+ * packet starts there: run[j] one-byte packets (each marked byte is a whole
+ * packet, so the next starts right after it), then one longer packet, and
+ * step[j] is how far both reach. The walk from packet start to packet start
+ * then waits on one load a step; the one-byte packets it crosses are
+ * counted per kind at the end of the block by popcount. Bytes inside longer
+ * packets get values too; they are never read, since the walk only lands
+ * on packet starts.
+ *
+ * The sizes come from the table by a byte permute, the CYCs with Exp set
+ * from their continuation bytes, the long TNTs from their second byte.
+ * What the block cannot size (extended packets but long TNT, MODE, sext-48
+ * IPs, CYCs over 9 bytes, the SKD007 case) goes to pts_fast_rare(); the
+ * blocks stop where the table step would: at a packet the slow path must
+ * see and after a BBP. The last bytes of a view are left to the table step.
+ *
+ * Measured on the benchmark stream (Zen, shared core): the walk must not
+ * read a block's arrays right after the vector stores that made them (the
+ * byte loads wait for the stores instead of being forwarded from them), so
+ * each block is prepared one block ahead: 870 -> 1090 MB/s.
+ */
+#include "packets_internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PTS_COUNT_BLOCKS 1
+#include <immintrin.h>
+#endif
+
+#ifdef PTS_COUNT_BLOCKS
+
+enum { BLOCK = 64 };
+
+/* What a block of 64 bytes says about a packet starting at its byte j. */
+struct block {
+	uint64_t tnt, pad, cyc; /* bit j: a TNT-8, PAD, CYC without Exp */
+	uint8_t run[BLOCK];	/* one-byte packets from j, up to the end */
+	/* run[j] plus the size of the packet after them; equal to run[j] at
+	 * the block's end and for a packet pts_fast_rare() must see */
+	uint8_t step[BLOCK];
+};
+
+#define PTS_VBMI                                                              \
+	__attribute__((target("avx512f,avx512bw,avx512vbmi,bmi2,popcnt")))
+
+/* 0..127: byte j of a permute index picks byte j + k of two vectors. */
+static const uint8_t iota[128] = {
+	0,   1,	  2,   3,   4,	 5,   6,   7,	8,   9,	  10,  11,  12,	 13,
+	14,  15,  16,  17,  18,	 19,  20,  21,	22,  23,  24,  25,  26,	 27,
+	28,  29,  30,  31,  32,	 33,  34,  35,	36,  37,  38,  39,  40,	 41,
+	42,  43,  44,  45,  46,	 47,  48,  49,	50,  51,  52,  53,  54,	 55,
+	56,  57,  58,  59,  60,	 61,  62,  63,	64,  65,  66,  67,  68,	 69,
+	70,  71,  72,  73,  74,	 75,  76,  77,	78,  79,  80,  81,  82,	 83,
+	84,  85,  86,  87,  88,	 89,  90,  91,	92,  93,  94,  95,  96,	 97,
+	98,  99,  100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111,
+	112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125,
+	126, 127};
+
+/* Byte j of the result is byte j + @k of @a then @b. */
+static PTS_VBMI inline __m512i shift_in(__m512i a, __m512i b, unsigned k)
+{
+	return _mm512_permutex2var_epi8(
+		a, _mm512_loadu_si512((const void *)(iota + k)), b);
+}
+
+/* Runs of @a's nonzero bytes (0 or 1 each) from every byte on, capped at
+ * @cap (a power of two), counting @b's bytes after @a's and zeros after
+ * @b's: a run of s bytes is extended by the run s bytes on, for s = 1, 2,
+ * 4... The runs within @b come back in *@b. */
+static PTS_VBMI inline __m512i runs_from(__m512i a, __m512i *b, unsigned cap)
+{
+	const __m512i zero = _mm512_setzero_si512();
+
+	for (unsigned s = 1; s < cap; s <<= 1) {
+		const __m512i len = _mm512_set1_epi8((char)s);
+		const __m512i on_a = shift_in(a, *b, s);
+		const __m512i on_b = shift_in(*b, zero, s);
+
+		a = _mm512_mask_add_epi8(a, _mm512_cmpeq_epi8_mask(a, len), a,
+					 on_a);
+		*b = _mm512_mask_add_epi8(*b, _mm512_cmpeq_epi8_mask(*b, len),
+					  *b, on_b);
+	}
+	return a;
+}
+
+/* The block at @p (which has 80 bytes: a packet at byte 63 may reach
+ * 16 bytes on). */
+static PTS_VBMI void block_prepare(struct block *k, const uint8_t *p,
+				   const struct pts_fast_tab *tab)
+{
+	const __m512i v = _mm512_loadu_si512((const void *)p);
+	/* bytes 64..79; the rest may be past the view, so not read */
+	const __m512i w = _mm512_maskz_loadu_epi8(0xffff, p + BLOCK);
+	const __m512i one = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
+	const __m512i low3 = _mm512_and_si512(v, _mm512_set1_epi8(7));
+	const uint64_t odd = _mm512_test_epi8_mask(v, one);
+	const uint64_t ext = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(2));
+	/* a long TNT: 02 a3 (the last byte's next one is out of sight) */
+	const uint64_t tnt64 =
+		ext & _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8((char)0xa3)) >>
+			      1;
+	/* a CYC with Exp set: bits 2:0 = 111; left to pts_fast_rare() in
+	 * the SKD007 case (an OVF may follow as its next byte 02) */
+	const uint64_t cycx = _mm512_cmpeq_epi8_mask(low3, _mm512_set1_epi8(7)) &
+			      ~(tab->skd007 ? ext >> 1 | 1ull << 63 : 0);
+	const __m512i t0 = _mm512_loadu_si512((const void *)tab->size);
+	const __m512i t1 = _mm512_loadu_si512((const void *)(tab->size + 64));
+	const __m512i t2 = _mm512_loadu_si512((const void *)(tab->size + 128));
+	const __m512i t3 = _mm512_loadu_si512((const void *)(tab->size + 192));
+	__m512i size = _mm512_mask_blend_epi8(
+		_mm512_movepi8_mask(v), _mm512_permutex2var_epi8(t0, v, t1),
+		_mm512_permutex2var_epi8(t2, v, t3));
+	__m512i cont_w = _mm512_and_si512(w, one), more, run, beyond = zero;
+
+	k->pad = _mm512_cmpeq_epi8_mask(v, zero);
+	/* every even byte but PAD and the extended opcode is a TNT-8 */
+	k->tnt = ~odd & ~k->pad & ~ext;
+	k->cyc = _mm512_cmpeq_epi8_mask(low3, _mm512_set1_epi8(3));
+
+	/* A CYC goes on while its bytes have bit 0 set: after its first
+	 * byte, a run of up to 7 such bytes and the one that ends it. */
+	more = runs_from(_mm512_and_si512(v, one), &cont_w, 8);
+	more = shift_in(more, cont_w, 1);
+	size = _mm512_mask_add_epi8(
+		size, cycx & _mm512_cmplt_epu8_mask(more, _mm512_set1_epi8(8)),
+		more, _mm512_set1_epi8(2));
+	size = _mm512_mask_mov_epi8(size, tnt64, _mm512_set1_epi8(8));
+
+	run = runs_from(_mm512_maskz_mov_epi8(k->tnt | k->pad | k->cyc, one),
+			&beyond, BLOCK);
+	_mm512_storeu_si512((void *)k->run, run);
+	/* the size at j + run[j]: 0 at 64 (the zero vector) */
+	_mm512_storeu_si512(
+		(void *)k->step,
+		_mm512_add_epi8(run, _mm512_permutex2var_epi8(
+					     size,
+					     _mm512_add_epi8(run,
+							     _mm512_loadu_si512(
+								     iota)),
+					     zero)));
+}
+
+/* A long TNT at @q (next 8 bytes @raw) without its stop bit: an error for
+ * the slow path (the block gives it 8 bytes: checked apart, off the chain
+ * from one packet start to the next). */
+static inline int tnt64_bad(const uint8_t *q, uint64_t raw)
+{
+	return q[0] == PTS_OPC_EXT && (raw >> 8 & 0xffffffffffffull) < 2;
+}
+
+/* pts_fast_rare() on the packet at @q, counted; 0 when the slow path must
+ * see it, else its size in *@n. */
+static inline int count_rare(const struct pts_fast_tab *tab, const uint8_t *q,
+			     const uint8_t *dend, uint64_t off, uint64_t *lip,
+			     uint8_t *bk, uint64_t *counts, unsigned *n)
+{
+	struct pts_packet pk;
+	uint64_t l = *lip; /* keeps the caller's lip in a register */
+
+	*n = pts_fast_rare(tab, q, (size_t)(dend - q), off, &l, bk, &pk);
+	*lip = l;
+	if (!*n)
+		return 0;
+	counts[pk.kind]++;
+	return 1;
+}
+
+static PTS_VBMI int count_blocks(const struct pts_fast_tab *tab,
+				 struct pts_input *in, uint64_t *offp,
+				 uint64_t *lipp, uint8_t *blk,
+				 uint64_t *counts, int max)
+{
+	const uint8_t *const start = in->data + in->pos;
+	const uint8_t *const dend = in->data + in->size;
+	const uint8_t *b = start; /* the block */
+	unsigned i = 0;		  /* the next packet, from b */
+	uint64_t lip = *lipp;
+	uint8_t bk = 0;
+	int got = 0, stop = 0, cur = 0;
+	struct block ks[2]; /* the block and the next one */
+
+	if (dend - b < 2 * BLOCK + PTS_PKT_MAX)
+		return 0;
+	block_prepare(&ks[0], b, tab);
+	while (!stop && dend - b >= 2 * BLOCK + PTS_PKT_MAX &&
+	       max - got >= BLOCK) {
+		const struct block *const k = &ks[cur];
+		uint64_t runs = 0; /* the one-byte packets crossed */
+		unsigned n;
+
+		block_prepare(&ks[cur ^ 1], b + BLOCK, tab);
+		for (;;) {
+			const unsigned r = k->run[i];
+			const uint8_t *const q = b + i + r;
+			const uint64_t raw = pts_load_le64(q + 1);
+
+			n = k->step[i] - r;
+			runs |= _bzhi_u64(~0ull, r) << i;
+			if (__builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
+				const struct pts_fast_op *op = tab->ops + q[0];
+
+				lip = ((lip ^ raw) & op->keep) ^ raw;
+				counts[(uint8_t)op->hdr]++;
+				got++;
+				i += r + n;
+				if (i >= BLOCK)
+					break;
+				continue;
+			}
+			/* the block's end, or a packet for pts_fast_rare() */
+			i += r;
+			if (i >= BLOCK)
+				break;
+			if (!count_rare(tab, q, dend,
+					*offp + (uint64_t)(q - start), &lip,
+					&bk, counts, &n)) {
+				stop = 1;
+				break;
+			}
+			got++;
+			i += n;
+			if (bk)
+				stop = 1;
+			if (stop || i >= BLOCK)
+				break;
+		}
+		counts[PTS_PKT_TNT8] += (uint64_t)_mm_popcnt_u64(runs & k->tnt);
+		counts[PTS_PKT_PAD] += (uint64_t)_mm_popcnt_u64(runs & k->pad);
+		counts[PTS_PKT_CYC] += (uint64_t)_mm_popcnt_u64(runs & k->cyc);
+		got += (int)_mm_popcnt_u64(runs);
+		if (stop)
+			break;
+		b += BLOCK;
+		i -= BLOCK;
+		cur ^= 1;
+	}
+	in->pos += (size_t)(b + i - start);
+	*offp += (uint64_t)(b + i - start);
+	*lipp = lip;
+	*blk = bk;
+	return got;
+}
+
+int pts_fast_blocks_supported(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vbmi") &&
+	       __builtin_cpu_supports("bmi2") &&
+	       __builtin_cpu_supports("popcnt");
+}
+
+int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+			  uint64_t *off, uint64_t *lip, uint8_t *blk,
+			  uint64_t *counts, int max)
+{
+	return tab->blocks ? count_blocks(tab, in, off, lip, blk, counts, max)
+			   : 0;
+}
+
+#else
+
+int pts_fast_blocks_supported(void)
+{
+	return 0;
+}
+
+int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+			  uint64_t *off, uint64_t *lip, uint8_t *blk,
+			  uint64_t *counts, int max)
+{
+	(void)tab, (void)in, (void)off, (void)lip, (void)blk, (void)counts;
+	(void)max;
+	return 0;
+}
+
+#endif
