@@ -1,29 +1,31 @@
 /* Counting packets 64 bytes at a time: the fast path of
- * pts_pkt_count_batch() (`dump --quiet`) on x86-64 CPUs with AVX-512 VBMI.
+ * pts_pkt_count_batch() (`dump --quiet`) on x86-64 CPUs with AVX2 (and
+ * faster with AVX-512 VBMI).
  *
  * Two thirds of a capture's packets are one byte long (TNT-8, PAD, CYC
  * without Exp), and the table step of decoder_fast.c spends a chain of two
- * loads on each (the byte, then its size). Here vector code looks at a
- * block of 64 bytes once and says, for every byte j, what follows if a
- * packet starts there: run[j] one-byte packets (each marked byte is a whole
- * packet, so the next starts right after it), then one longer packet, and
- * step[j] is how far both reach. The walk from packet start to packet start
- * then waits on one load a step; the one-byte packets it crosses are
- * counted per kind at the end of the block by popcount. Bytes inside longer
- * packets get values too; they are never read, since the walk only lands
- * on packet starts.
+ * loads on each (the byte, then its size). Here vector compares mark, for a
+ * block of 64 bytes, the bytes that are a one-byte packet if a packet starts
+ * there, and a table gives every byte's size as a packet start. From a
+ * packet start the run of marked bytes is a run of one-byte packets (each
+ * is a whole packet, so the next starts right after it): tzcnt finds its
+ * end in one step, its packets are counted per kind at the end of the block
+ * by popcount, and the packet after it is sized by one load. Bytes inside
+ * longer packets get marks and sizes too; they are never read, since the
+ * walk only lands on packet starts.
  *
- * The sizes come from the table by a byte permute, the CYCs with Exp set
- * from their continuation bytes, the long TNTs from their second byte.
- * What the block cannot size (extended packets but long TNT, MODE, sext-48
- * IPs, CYCs over 9 bytes, the SKD007 case) goes to pts_fast_rare(); the
- * blocks stop where the table step would: at a packet the slow path must
- * see and after a BBP. The last bytes of a view are left to the table step.
+ * The sizes come from the table (by byte permutes with VBMI, by a load per
+ * byte without), the CYCs with Exp set from their continuation bytes, the
+ * long TNTs from their second byte. What a block cannot size (extended
+ * packets but long TNT, MODE, sext-48 IPs, CYCs over 9 bytes, the SKD007
+ * case) goes to pts_fast_rare(); the blocks stop where the table step
+ * would: at a packet the slow path must see and after a BBP. The last bytes
+ * of a view are left to the table step.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
- * read a block's arrays right after the vector stores that made them (the
- * byte loads wait for the stores instead of being forwarded from them), so
- * each block is prepared one block ahead: 870 -> 1090 MB/s.
+ * read a block's sizes right after the stores that made them (the loads
+ * then wait for the stores instead of being forwarded from them), so each
+ * block is prepared one block ahead: 870 -> 1090 MB/s with VBMI.
  */
 #include "packets_internal.h"
 
@@ -39,14 +41,20 @@ enum { BLOCK = 64 };
 /* What a block of 64 bytes says about a packet starting at its byte j. */
 struct block {
 	uint64_t tnt, pad, cyc; /* bit j: a TNT-8, PAD, CYC without Exp */
-	uint8_t run[BLOCK];	/* one-byte packets from j, up to the end */
-	/* run[j] plus the size of the packet after them; equal to run[j] at
-	 * the block's end and for a packet pts_fast_rare() must see */
-	uint8_t step[BLOCK];
+	uint64_t one;		/* bit j: any of the three */
+	/* The packet's size; 0 for one pts_fast_rare() must see, and at 64,
+	 * where a run that ends the block lands. */
+	uint8_t size[BLOCK + 1];
+	/* With VBMI: run[j] one-byte packets from j (up to the block's end),
+	 * and step[j], run[j] plus the size of the packet after them, so
+	 * that the walk waits on one load a step (10% faster). */
+	uint8_t run[BLOCK], step[BLOCK];
 };
 
+#define PTS_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
 #define PTS_VBMI                                                              \
-	__attribute__((target("avx512f,avx512bw,avx512vbmi,bmi2,popcnt")))
+	__attribute__((target("avx2,bmi,bmi2,popcnt,avx512f,avx512bw,"        \
+			      "avx512vbmi")))
 
 /* 0..127: byte j of a permute index picks byte j + k of two vectors. */
 static const uint8_t iota[128] = {
@@ -69,14 +77,14 @@ static PTS_VBMI inline __m512i shift_in(__m512i a, __m512i b, unsigned k)
 }
 
 /* Runs of @a's nonzero bytes (0 or 1 each) from every byte on, capped at
- * @cap (a power of two), counting @b's bytes after @a's and zeros after
- * @b's: a run of s bytes is extended by the run s bytes on, for s = 1, 2,
- * 4... The runs within @b come back in *@b. */
-static PTS_VBMI inline __m512i runs_from(__m512i a, __m512i *b, unsigned cap)
+ * 8, counting @b's bytes after @a's and zeros after @b's: a run of s bytes
+ * is extended by the run s bytes on, for s = 1, 2, 4. The runs within @b
+ * come back in *@b. */
+static PTS_VBMI inline __m512i runs_from(__m512i a, __m512i *b)
 {
 	const __m512i zero = _mm512_setzero_si512();
 
-	for (unsigned s = 1; s < cap; s <<= 1) {
+	for (unsigned s = 1; s < 8; s <<= 1) {
 		const __m512i len = _mm512_set1_epi8((char)s);
 		const __m512i on_a = shift_in(a, *b, s);
 		const __m512i on_b = shift_in(*b, zero, s);
@@ -90,14 +98,16 @@ static PTS_VBMI inline __m512i runs_from(__m512i a, __m512i *b, unsigned cap)
 }
 
 /* The block at @p (which has 80 bytes: a packet at byte 63 may reach
- * 16 bytes on). */
-static PTS_VBMI void block_prepare(struct block *k, const uint8_t *p,
-				   const struct pts_fast_tab *tab)
+ * 16 bytes on), by AVX-512: masks by compares, sizes by two 128-entry
+ * byte permutes and a blend on bit 7, the CYCs with Exp set by the runs of
+ * continuation bytes for every byte at once. */
+static PTS_VBMI void prepare_vbmi(struct block *k, const uint8_t *p,
+				  const struct pts_fast_tab *tab)
 {
 	const __m512i v = _mm512_loadu_si512((const void *)p);
 	/* bytes 64..79; the rest may be past the view, so not read */
 	const __m512i w = _mm512_maskz_loadu_epi8(0xffff, p + BLOCK);
-	const __m512i one = _mm512_set1_epi8(1), zero = _mm512_setzero_si512();
+	const __m512i one = _mm512_set1_epi8(1);
 	const __m512i low3 = _mm512_and_si512(v, _mm512_set1_epi8(7));
 	const uint64_t odd = _mm512_test_epi8_mask(v, one);
 	const uint64_t ext = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(2));
@@ -116,34 +126,115 @@ static PTS_VBMI void block_prepare(struct block *k, const uint8_t *p,
 	__m512i size = _mm512_mask_blend_epi8(
 		_mm512_movepi8_mask(v), _mm512_permutex2var_epi8(t0, v, t1),
 		_mm512_permutex2var_epi8(t2, v, t3));
-	__m512i cont_w = _mm512_and_si512(w, one), more, run, beyond = zero;
+	const __m512i zero = _mm512_setzero_si512();
+	__m512i cont_w = _mm512_and_si512(w, one), more, run;
 
 	k->pad = _mm512_cmpeq_epi8_mask(v, zero);
 	/* every even byte but PAD and the extended opcode is a TNT-8 */
 	k->tnt = ~odd & ~k->pad & ~ext;
 	k->cyc = _mm512_cmpeq_epi8_mask(low3, _mm512_set1_epi8(3));
+	k->one = k->tnt | k->pad | k->cyc;
 
 	/* A CYC goes on while its bytes have bit 0 set: after its first
 	 * byte, a run of up to 7 such bytes and the one that ends it. */
-	more = runs_from(_mm512_and_si512(v, one), &cont_w, 8);
+	more = runs_from(_mm512_and_si512(v, one), &cont_w);
 	more = shift_in(more, cont_w, 1);
 	size = _mm512_mask_add_epi8(
 		size, cycx & _mm512_cmplt_epu8_mask(more, _mm512_set1_epi8(8)),
 		more, _mm512_set1_epi8(2));
 	size = _mm512_mask_mov_epi8(size, tnt64, _mm512_set1_epi8(8));
 
-	run = runs_from(_mm512_maskz_mov_epi8(k->tnt | k->pad | k->cyc, one),
-			&beyond, BLOCK);
+	/* run[] by the same doubling up to 64, zeros past the block; step[]
+	 * adds the size at j + run[j] (0 at 64: the zero vector) */
+	run = _mm512_maskz_mov_epi8(k->one, one);
+	for (unsigned s = 1; s < BLOCK; s <<= 1)
+		run = _mm512_mask_add_epi8(
+			run,
+			_mm512_cmpeq_epi8_mask(run, _mm512_set1_epi8((char)s)),
+			run, shift_in(run, zero, s));
 	_mm512_storeu_si512((void *)k->run, run);
-	/* the size at j + run[j]: 0 at 64 (the zero vector) */
 	_mm512_storeu_si512(
 		(void *)k->step,
-		_mm512_add_epi8(run, _mm512_permutex2var_epi8(
-					     size,
-					     _mm512_add_epi8(run,
-							     _mm512_loadu_si512(
+		_mm512_add_epi8(run,
+				_mm512_permutex2var_epi8(
+					size,
+					_mm512_add_epi8(run, _mm512_loadu_si512(
 								     iota)),
-					     zero)));
+					zero)));
+}
+
+static PTS_AVX2 inline uint64_t mask64(__m256i lo, __m256i hi)
+{
+	return (uint64_t)(uint32_t)_mm256_movemask_epi8(lo) |
+	       (uint64_t)(uint32_t)_mm256_movemask_epi8(hi) << 32;
+}
+
+static PTS_AVX2 inline __m256i load32(const uint8_t *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+static PTS_AVX2 inline uint64_t equal64(__m256i lo, __m256i hi, char c)
+{
+	const __m256i x = _mm256_set1_epi8(c);
+
+	return mask64(_mm256_cmpeq_epi8(lo, x), _mm256_cmpeq_epi8(hi, x));
+}
+
+/* Bit 0 of 64 bytes. */
+static PTS_AVX2 inline uint64_t odd64(__m256i lo, __m256i hi)
+{
+	/* moved to bit 7, where movemask reads it */
+	return mask64(_mm256_slli_epi16(lo, 7), _mm256_slli_epi16(hi, 7));
+}
+
+/* The block at @p (80 bytes) by AVX2: masks by compares, sizes by a table
+ * load per byte (no dependency between them, so they overlap the walk of
+ * the block before), then the few CYCs with Exp set and long TNTs one by
+ * one, from the masks. */
+static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
+				  const struct pts_fast_tab *tab)
+{
+	const __m256i lo = load32(p), hi = load32(p + 32);
+	const __m256i seven = _mm256_set1_epi8(7);
+	const __m256i lo3 = _mm256_and_si256(lo, seven);
+	const __m256i hi3 = _mm256_and_si256(hi, seven);
+	const uint64_t odd = odd64(lo, hi);
+	/* bit 0 of bytes 64..79, as bits 15:0 */
+	const uint64_t odd_next = odd64(load32(p + 16), load32(p + 48)) >> 48;
+	const uint64_t ext = equal64(lo, hi, 2);
+	const uint64_t tnt64 = ext & equal64(lo, hi, (char)0xa3) >> 1;
+	const uint64_t cycx = equal64(lo3, hi3, 7) &
+			      ~(tab->skd007 ? ext >> 1 | 1ull << 63 : 0);
+
+	k->pad = equal64(lo, hi, 0);
+	k->tnt = ~odd & ~k->pad & ~ext;
+	k->cyc = equal64(lo3, hi3, 3);
+	k->one = k->tnt | k->pad | k->cyc;
+	for (unsigned j = 0; j < BLOCK; j++)
+		k->size[j] = tab->size[p[j]];
+	k->size[BLOCK] = 0;
+	for (uint64_t m = cycx; m; m &= m - 1) {
+		const unsigned j = (unsigned)_tzcnt_u64(m);
+		/* bit x: bit 0 of byte j + 1 + x */
+		const uint64_t win = odd >> j >> 1 | odd_next << (63 - j);
+		const unsigned t = (unsigned)_tzcnt_u64(~win);
+
+		k->size[j] = (uint8_t)(t < 8 ? t + 2 : 0);
+	}
+	for (uint64_t m = tnt64; m; m &= m - 1)
+		k->size[_tzcnt_u64(m)] = 8;
+}
+
+/* The block at @p, by VBMI or AVX2 code. */
+static PTS_AVX2 inline void prepare(struct block *k, const uint8_t *p,
+				    const struct pts_fast_tab *tab,
+				    const int vbmi)
+{
+	if (vbmi)
+		prepare_vbmi(k, p, tab);
+	else
+		prepare_avx2(k, p, tab);
 }
 
 /* A long TNT at @q (next 8 bytes @raw) without its stop bit: an error for
@@ -171,10 +262,29 @@ static inline int count_rare(const struct pts_fast_tab *tab, const uint8_t *q,
 	return 1;
 }
 
-static PTS_VBMI int count_blocks(const struct pts_fast_tab *tab,
-				 struct pts_input *in, uint64_t *offp,
-				 uint64_t *lipp, uint8_t *blk,
-				 uint64_t *counts, int max)
+/* From the packet at byte @i (< 64): the one-byte packets after it (*@r)
+ * and the size of the packet after them (*@n, 0 at the block's end). */
+static PTS_AVX2 inline void run_at(const struct block *k, unsigned i,
+				   unsigned *r, unsigned *n, const int vbmi)
+{
+	if (vbmi) {
+		*r = k->run[i];
+		*n = k->step[i] - *r;
+	} else {
+		*r = (unsigned)_tzcnt_u64(~(k->one >> i));
+		*n = k->size[i + *r];
+	}
+}
+
+#define PTS_INLINE inline __attribute__((always_inline))
+
+/* The walk, inlined into count_avx2() and count_vbmi() with @vbmi
+ * constant. */
+static PTS_AVX2 PTS_INLINE int count_blocks(const struct pts_fast_tab *tab,
+					    struct pts_input *in,
+					    uint64_t *offp, uint64_t *lipp,
+					    uint8_t *blk, uint64_t *counts,
+					    int max, const int vbmi)
 {
 	const uint8_t *const start = in->data + in->pos;
 	const uint8_t *const dend = in->data + in->size;
@@ -187,20 +297,22 @@ static PTS_VBMI int count_blocks(const struct pts_fast_tab *tab,
 
 	if (dend - b < 2 * BLOCK + PTS_PKT_MAX)
 		return 0;
-	block_prepare(&ks[0], b, tab);
+	prepare(&ks[0], b, tab, vbmi);
 	while (!stop && dend - b >= 2 * BLOCK + PTS_PKT_MAX &&
 	       max - got >= BLOCK) {
 		const struct block *const k = &ks[cur];
 		uint64_t runs = 0; /* the one-byte packets crossed */
 		unsigned n;
 
-		block_prepare(&ks[cur ^ 1], b + BLOCK, tab);
+		prepare(&ks[cur ^ 1], b + BLOCK, tab, vbmi);
 		for (;;) {
-			const unsigned r = k->run[i];
-			const uint8_t *const q = b + i + r;
-			const uint64_t raw = pts_load_le64(q + 1);
+			unsigned r;
+			const uint8_t *q;
+			uint64_t raw;
 
-			n = k->step[i] - r;
+			run_at(k, i, &r, &n, vbmi); /* the run may end the block */
+			q = b + i + r;
+			raw = pts_load_le64(q + 1);
 			runs |= _bzhi_u64(~0ull, r) << i;
 			if (__builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
 				const struct pts_fast_op *op = tab->ops + q[0];
@@ -247,29 +359,60 @@ static PTS_VBMI int count_blocks(const struct pts_fast_tab *tab,
 	return got;
 }
 
+static PTS_AVX2 int count_avx2(const struct pts_fast_tab *tab,
+			       struct pts_input *in, uint64_t *off,
+			       uint64_t *lip, uint8_t *blk, uint64_t *counts,
+			       int max)
+{
+	return count_blocks(tab, in, off, lip, blk, counts, max, 0);
+}
+
+static PTS_VBMI int count_vbmi(const struct pts_fast_tab *tab,
+			       struct pts_input *in, uint64_t *off,
+			       uint64_t *lip, uint8_t *blk, uint64_t *counts,
+			       int max)
+{
+	return count_blocks(tab, in, off, lip, blk, counts, max, 1);
+}
+
+int pts_fast_blocks_cap = PTS_BLOCKS_VBMI;
+
 int pts_fast_blocks_supported(void)
 {
+	int level = PTS_BLOCKS_NONE;
+
 	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512f") &&
-	       __builtin_cpu_supports("avx512bw") &&
-	       __builtin_cpu_supports("avx512vbmi") &&
-	       __builtin_cpu_supports("bmi2") &&
-	       __builtin_cpu_supports("popcnt");
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+	    __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt"))
+		level = PTS_BLOCKS_AVX2;
+	if (level && __builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vbmi"))
+		level = PTS_BLOCKS_VBMI;
+	return level < pts_fast_blocks_cap ? level : pts_fast_blocks_cap;
 }
 
 int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,
 			  uint64_t *counts, int max)
 {
-	return tab->blocks ? count_blocks(tab, in, off, lip, blk, counts, max)
-			   : 0;
+	switch (tab->blocks) {
+	case PTS_BLOCKS_VBMI:
+		return count_vbmi(tab, in, off, lip, blk, counts, max);
+	case PTS_BLOCKS_AVX2:
+		return count_avx2(tab, in, off, lip, blk, counts, max);
+	default:
+		return 0;
+	}
 }
 
 #else
 
+int pts_fast_blocks_cap = PTS_BLOCKS_NONE;
+
 int pts_fast_blocks_supported(void)
 {
-	return 0;
+	return PTS_BLOCKS_NONE;
 }
 
 int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,

@@ -120,7 +120,7 @@ struct pts_fast_tab {
 	 * on one load without index scaling. */
 	uint8_t size[256];
 	uint8_t skd007; /* SKD007 applies: 2-byte CYCs ending in 02 */
-	uint8_t blocks; /* the CPU runs count_blocks.c */
+	uint8_t blocks; /* enum pts_blocks: how count_blocks.c runs here */
 };
 
 void pts_fast_init(struct pts_fast_tab *tab, int skd007);
@@ -151,10 +151,14 @@ int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
 		   uint64_t *off, uint64_t *lip, uint8_t *blk,
 		   uint64_t *counts, int max);
 
-/* count_blocks.c: whether this CPU runs pts_fast_count_blocks() (it needs
- * AVX-512 VBMI), and pts_fast_count() 64 bytes at a time while two blocks
- * and PTS_PKT_MAX bytes are left and the batch has room for 64 packets
- * (0 packets on other CPUs). Same contract as pts_fast_count(). */
+/* count_blocks.c: how this CPU runs pts_fast_count_blocks() (with AVX2,
+ * with AVX-512 VBMI too, or not at all; never above pts_fast_blocks_cap,
+ * which tests lower to run every way on one CPU, before making decoders),
+ * and pts_fast_count() 64 bytes at a time while two blocks and
+ * PTS_PKT_MAX bytes are left and the batch has room for 64 packets
+ * (0 packets without AVX2). Same contract as pts_fast_count(). */
+enum pts_blocks { PTS_BLOCKS_NONE, PTS_BLOCKS_AVX2, PTS_BLOCKS_VBMI };
+extern int pts_fast_blocks_cap;
 int pts_fast_blocks_supported(void);
 int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,

@@ -7,7 +7,8 @@
  * The stream is capture-like (mostly TNT-8, compressed TIPs, CYC/MTC, PAD,
  * PSB+ every 4 KiB) and written by libipt's encoder. Timed: ptscope's
  * pts_pkt_next_batch over 1 MiB chunks, its pts_pkt_count_batch (the same
- * decoding, no packets stored: `dump --quiet`), its pts_pkt_next, libipt's
+ * decoding, no packets stored: `dump --quiet`; also by the ways of counting
+ * that CPUs with less than AVX-512 VBMI run), its pts_pkt_next, libipt's
  * pt_pkt_next; best of a few runs each, in CPU time. Memory: peak RSS of this process
  * (which holds the whole stream), and of `ptscope dump --quiet FILE` on a
  * 16 MiB and on the full file in child processes, which must not grow with
@@ -17,6 +18,7 @@
  *   PTSCOPE  the ptscope executable (memory runs skipped without it)
  *   MIB      stream size in MiB (default 256)
  */
+#include "packets_internal.h" /* pts_fast_blocks_cap */
 #include "stream_gen.h"
 
 #include <ptscope/packets.h>
@@ -252,6 +254,38 @@ static void memory_runs(const char *ptscope, uint8_t *buf, size_t len)
 		unlink(paths[i]);
 }
 
+/* pts_pkt_count_batch by each way of counting below the best this CPU
+ * runs (count_blocks.c): what CPUs without AVX-512 VBMI, or AVX2, get. */
+static int count_levels(const uint8_t *buf, size_t len, uint64_t packets,
+			double mb_ipt)
+{
+	static const char *const names[] = {
+		[PTS_BLOCKS_NONE] = "the table step alone",
+		[PTS_BLOCKS_AVX2] = "blocks by AVX2",
+		[PTS_BLOCKS_VBMI] = "blocks by AVX-512 VBMI"};
+	const int best = pts_fast_blocks_supported();
+	int ok = 1;
+
+	printf("  (counting by %s; lower ways:)\n", names[best]);
+	for (int level = best - 1; level >= PTS_BLOCKS_NONE; level--) {
+		struct result res;
+		double mb;
+
+		pts_fast_blocks_cap = level;
+		mb = best_mbps(buf, len, PTS_COUNT, &res);
+		printf("  %-22s: %8.1f MB/s  (%.2fx libipt)\n", names[level],
+		       mb, mb / mb_ipt);
+		if (res.packets != packets || res.errors) {
+			fprintf(stderr, "%s: %" PRIu64 " packets, %" PRIu64
+				" errors\n", names[level], res.packets,
+				res.errors);
+			ok = 0;
+		}
+	}
+	pts_fast_blocks_cap = PTS_BLOCKS_VBMI;
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ptscope = argc > 1 ? argv[1] : NULL;
@@ -262,6 +296,7 @@ int main(int argc, char **argv)
 	struct result batch, count, next, ipt;
 	double t0 = cpu_now(), mb_batch, mb_count, mb_next, mb_ipt;
 	struct rusage ru;
+	int levels_ok;
 
 	if (!buf || pts_gen_stream(buf, cap, UINT64_MAX, &pts_gen_capture_like,
 				   0xbe7c4, &gen) < 0) {
@@ -283,6 +318,7 @@ int main(int argc, char **argv)
 	printf("ptscope pts_pkt_count_batch(1 MiB chunks): %8.1f MB/s  "
 	       "(%.2fx libipt)\n",
 	       mb_count, mb_count / mb_ipt);
+	levels_ok = count_levels(buf, gen.bytes, gen.packets, mb_ipt);
 	printf("ptscope pts_pkt_next       (1 MiB chunks): %8.1f MB/s  "
 	       "(%.2fx libipt)\n",
 	       mb_next, mb_next / mb_ipt);
@@ -302,7 +338,8 @@ int main(int argc, char **argv)
 
 	if (batch.packets != gen.packets || count.packets != gen.packets ||
 	    next.packets != gen.packets || ipt.packets != gen.packets ||
-	    batch.errors || count.errors || next.errors || ipt.errors) {
+	    batch.errors || count.errors || next.errors || ipt.errors ||
+	    !levels_ok) {
 		fprintf(stderr,
 			"decoders disagree: generated %" PRIu64
 			", ptscope batch %" PRIu64 " (%" PRIu64

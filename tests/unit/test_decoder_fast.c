@@ -10,11 +10,13 @@
  * decoding (whole buffer, random chunks, batches around the window size)
  * must give the same packets, byte for byte, and the same errors; counting
  * (pts_pkt_count_batch), alone or between decoding calls, the kinds of
- * those packets and the same errors.
+ * those packets and the same errors: by every way of counting this CPU
+ * runs (count_blocks.c with VBMI, with AVX2, the table step alone).
  */
 #include <ptscope/packets.h>
 
 #include "check.h"
+#include "packets_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,7 +358,7 @@ static void check(const char *name, const struct buf *b)
 	}
 }
 
-int main(void)
+static void all_streams(void)
 {
 	static struct buf b;
 
@@ -484,6 +486,15 @@ int main(void)
 		check("skd007", &b);
 	}
 	memset(&cpu_under_test, 0, sizeof(cpu_under_test));
+}
 
+int main(void)
+{
+	/* Counting by 64-byte blocks with AVX-512 VBMI, with AVX2 only, and
+	 * by the table step alone: as far as this CPU goes. */
+	for (int cap = PTS_BLOCKS_VBMI; cap >= PTS_BLOCKS_NONE; cap--) {
+		pts_fast_blocks_cap = cap;
+		all_streams();
+	}
 	return pts_check_exit();
 }
