@@ -45,6 +45,24 @@ static const uint8_t neutral_kinds[] = {PTS_PKT_PAD, PTS_PKT_MTC,
 #define LANE_MASK 0xffffull
 #define PACKED_SLOW (1ull << 63)
 
+/* The kinds whose effect in a run struct pts_skim sums up: TNT packets and
+ * their bits, TIPs and the last IP, PAD. */
+static int summed_kind(int kind)
+{
+	return kind == PTS_PKT_TNT8 || kind == PTS_PKT_TNT64 ||
+	       kind == PTS_PKT_TIP || kind == PTS_PKT_PAD;
+}
+
+/* Skim actions by a table's flags: slow kinds stop the batch, the summed
+ * ones are skipped when fast, the other fast ones kept. */
+static void skim_actions(uint8_t *out, const uint8_t *flags)
+{
+	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+		out[k] = (flags[k] & FK_SLOW) ? PTS_SKIM_STOP
+			 : summed_kind(k)     ? PTS_SKIM_SKIP
+					      : PTS_SKIM_KEEP;
+}
+
 static void pack(struct pts_win_fast_kind *out, const uint8_t *flags)
 {
 	for (int k = 0; k < 256; k++) {
@@ -92,6 +110,9 @@ void pts_win_fast_init(struct pts_win_model *m)
 	pack(m->fast[FAST_ON], fast_on);
 	pack(m->fast[FAST_OFF], fast_off);
 	pack(m->fast[FAST_GAP], fast_gap);
+	skim_actions(m->skim[FAST_ON], fast_on);
+	skim_actions(m->skim[FAST_OFF], fast_off);
+	skim_actions(m->skim[FAST_GAP], fast_gap);
 }
 
 /* Which table applies now, or NULL when every packet must take the slow
@@ -219,6 +240,52 @@ int pts_win_feed_batch(struct pts_win_model *m, const struct pts_packet *pkts,
 			return i;
 	}
 	return n;
+}
+
+const uint8_t *pts_win_skim_actions(const struct pts_win_model *m)
+{
+	const struct pts_win_fast_kind *tab = m ? fast_table(m) : NULL;
+
+	if (!tab || m->ended)
+		return NULL;
+	return m->skim[(tab - m->fast[0]) / 256];
+}
+
+/* fast_run() for packets known by their sum: the same lanes of the same
+ * table, for TNTs, TIPs and PADs in any order (PADs do nothing). */
+int pts_win_feed_skipped(struct pts_win_model *m, const struct pts_skim *sum)
+{
+	const struct pts_win_fast_kind *tab;
+	uint64_t tnt, tip;
+
+	if (!m || !sum || m->ended)
+		return -PTS_ERR_INVALID;
+	if (!sum->packets)
+		return 0;
+	tab = fast_table(m);
+	if (!tab)
+		return -PTS_ERR_INVALID;
+	tnt = sum->tnt_packets ? tab[PTS_PKT_TNT8].acc : 0;
+	tip = sum->tips ? tab[PTS_PKT_TIP].acc : 0;
+	if ((tnt | tip) & PACKED_SLOW)
+		return -PTS_ERR_INVALID;
+	if (m->state == PTS_ST_ON) {
+		m->win.packets += sum->packets;
+		m->win.tnt_bits += sum->tnt_bits & tab[PTS_PKT_TNT8].tnt_mask;
+		m->win.tips += ((tip >> LANE_TIP) & 1) * sum->tips;
+	}
+	if ((tip >> LANE_TIP) & 1) {
+		m->has_fup = 0;
+		if (sum->has_ip) {
+			m->has_ip = 1;
+			m->last_ip = sum->last_ip;
+		}
+	}
+	if (((tnt | tip) >> LANE_EVENT) & 1)
+		m->after_ovf_fup = 0;
+	if (((tnt | tip) >> LANE_FLOW) & 1)
+		m->pip_fresh = 0;
+	return 0;
 }
 
 void pts_win_set_fast(struct pts_win_model *m, int on)

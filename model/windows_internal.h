@@ -106,6 +106,8 @@ struct pts_win_model {
 	/* windows_fast.c: what each packet kind does in a fast run while on,
 	 * while off, and in a gap that has seen flow (indexed by the kind). */
 	struct pts_win_fast_kind fast[FAST_TABLES][256];
+	/* the same as pts_pkt_skim_batch() actions (pts_win_skim_actions()) */
+	uint8_t skim[FAST_TABLES][PTS_PKT_KIND_COUNT];
 	uint8_t no_fast; /* tests: every packet through the full model */
 };
 

@@ -22,6 +22,11 @@
  * would: at a packet the slow path must see and after a BBP. The last bytes
  * of a view are left to the table step.
  *
+ * Skimming (pts_pkt_skim_batch(), `windows`) walks the same blocks: the
+ * runs are made of the one-byte kinds the caller skips and summed up at the
+ * end of each block, the other packets are decoded one by one and kept or
+ * summed up without a branch on their kind.
+ *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
  * read a block's sizes right after the stores that made them (the loads
  * then wait for the stores instead of being forwarded from them), so each
@@ -51,9 +56,19 @@ struct block {
 	uint8_t run[BLOCK], step[BLOCK];
 };
 
-#define PTS_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
+/* Which one-byte kinds make the runs the walk crosses in one step. */
+enum { RUNS_TNT = 1, RUNS_PAD = 2, RUNS_CYC = 4, RUNS_ALL = 7 };
+
+static inline uint64_t one_bytes(const struct block *k, unsigned runs_of)
+{
+	return (k->tnt & -(uint64_t)(runs_of & 1)) |
+	       (k->pad & -(uint64_t)(runs_of >> 1 & 1)) |
+	       (k->cyc & -(uint64_t)(runs_of >> 2 & 1));
+}
+
+#define PTS_AVX2 __attribute__((target("avx2,bmi,bmi2,lzcnt,popcnt")))
 #define PTS_VBMI                                                              \
-	__attribute__((target("avx2,bmi,bmi2,popcnt,avx512f,avx512bw,"        \
+	__attribute__((target("avx2,bmi,bmi2,lzcnt,popcnt,avx512f,avx512bw," \
 			      "avx512vbmi")))
 
 /* 0..127: byte j of a permute index picks byte j + k of two vectors. */
@@ -102,7 +117,8 @@ static PTS_VBMI inline __m512i runs_from(__m512i a, __m512i *b)
  * byte permutes and a blend on bit 7, the CYCs with Exp set by the runs of
  * continuation bytes for every byte at once. */
 static PTS_VBMI void prepare_vbmi(struct block *k, const uint8_t *p,
-				  const struct pts_fast_tab *tab)
+				  const struct pts_fast_tab *tab,
+				  unsigned runs_of)
 {
 	const __m512i v = _mm512_loadu_si512((const void *)p);
 	/* bytes 64..79; the rest may be past the view, so not read */
@@ -133,7 +149,7 @@ static PTS_VBMI void prepare_vbmi(struct block *k, const uint8_t *p,
 	/* every even byte but PAD and the extended opcode is a TNT-8 */
 	k->tnt = ~odd & ~k->pad & ~ext;
 	k->cyc = _mm512_cmpeq_epi8_mask(low3, _mm512_set1_epi8(3));
-	k->one = k->tnt | k->pad | k->cyc;
+	k->one = one_bytes(k, runs_of);
 
 	/* A CYC goes on while its bytes have bit 0 set: after its first
 	 * byte, a run of up to 7 such bytes and the one that ends it. */
@@ -193,7 +209,8 @@ static PTS_AVX2 inline uint64_t odd64(__m256i lo, __m256i hi)
  * the block before), then the few CYCs with Exp set and long TNTs one by
  * one, from the masks. */
 static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
-				  const struct pts_fast_tab *tab)
+				  const struct pts_fast_tab *tab,
+				  unsigned runs_of)
 {
 	const __m256i lo = load32(p), hi = load32(p + 32);
 	const __m256i seven = _mm256_set1_epi8(7);
@@ -210,7 +227,7 @@ static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 	k->pad = equal64(lo, hi, 0);
 	k->tnt = ~odd & ~k->pad & ~ext;
 	k->cyc = equal64(lo3, hi3, 3);
-	k->one = k->tnt | k->pad | k->cyc;
+	k->one = one_bytes(k, runs_of);
 	for (unsigned j = 0; j < BLOCK; j++)
 		k->size[j] = tab->size[p[j]];
 	k->size[BLOCK] = 0;
@@ -226,15 +243,16 @@ static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 		k->size[_tzcnt_u64(m)] = 8;
 }
 
-/* The block at @p, by VBMI or AVX2 code. */
+/* The block at @p, by VBMI or AVX2 code, with runs of the one-byte kinds
+ * @runs_of says. */
 static PTS_AVX2 inline void prepare(struct block *k, const uint8_t *p,
 				    const struct pts_fast_tab *tab,
-				    const int vbmi)
+				    unsigned runs_of, const int vbmi)
 {
 	if (vbmi)
-		prepare_vbmi(k, p, tab);
+		prepare_vbmi(k, p, tab, runs_of);
 	else
-		prepare_avx2(k, p, tab);
+		prepare_avx2(k, p, tab, runs_of);
 }
 
 /* A long TNT at @q (next 8 bytes @raw) without its stop bit: an error for
@@ -243,23 +261,6 @@ static PTS_AVX2 inline void prepare(struct block *k, const uint8_t *p,
 static inline int tnt64_bad(const uint8_t *q, uint64_t raw)
 {
 	return q[0] == PTS_OPC_EXT && (raw >> 8 & 0xffffffffffffull) < 2;
-}
-
-/* pts_fast_rare() on the packet at @q, counted; 0 when the slow path must
- * see it, else its size in *@n. */
-static inline int count_rare(const struct pts_fast_tab *tab, const uint8_t *q,
-			     const uint8_t *dend, uint64_t off, uint64_t *lip,
-			     uint8_t *bk, uint64_t *counts, unsigned *n)
-{
-	struct pts_packet pk;
-	uint64_t l = *lip; /* keeps the caller's lip in a register */
-
-	*n = pts_fast_rare(tab, q, (size_t)(dend - q), off, &l, bk, &pk);
-	*lip = l;
-	if (!*n)
-		return 0;
-	counts[pk.kind]++;
-	return 1;
 }
 
 /* From the packet at byte @i (< 64): the one-byte packets after it (*@r)
@@ -278,14 +279,129 @@ static PTS_AVX2 inline void run_at(const struct block *k, unsigned i,
 
 #define PTS_INLINE inline __attribute__((always_inline))
 
-/* The walk, inlined into count_avx2() and count_vbmi() with @vbmi
- * constant. */
-static PTS_AVX2 PTS_INLINE int count_blocks(const struct pts_fast_tab *tab,
-					    struct pts_input *in,
-					    uint64_t *offp, uint64_t *lipp,
-					    uint8_t *blk, uint64_t *counts,
-					    int max, const int vbmi)
+/* Whether a block at @b can be walked: it and the next one (prepared
+ * ahead) are in the view, with the bytes a packet at its end may take, and
+ * the batch has @room for all the packets that may start in it. */
+static inline int walkable(const uint8_t *b, const uint8_t *dend, int room)
 {
+	return dend - b >= 2 * BLOCK + PTS_PKT_MAX && room >= BLOCK;
+}
+
+/* On to the next block: the packet at b + i is at i - 64 from it, the
+ * block prepared ahead is the current one. */
+static inline void next_block(const uint8_t **b, unsigned *i, int *cur)
+{
+	*b += BLOCK;
+	*i -= BLOCK;
+	*cur ^= 1;
+}
+
+/* A walk went over @n bytes of @in: the view, the stream offset, the last
+ * IP and the PEBS block context move on. */
+static inline void walked(struct pts_input *in, uint64_t *offp, ptrdiff_t n,
+			  uint64_t *lipp, uint64_t lip, uint8_t *blk,
+			  uint8_t bk)
+{
+	in->pos += (size_t)n;
+	*offp += (uint64_t)n;
+	*lipp = lip;
+	*blk = bk;
+}
+
+/* The results of the TNT-8s at the bytes of @b that @mask marks. */
+static PTS_AVX2 inline uint64_t tnt_results(const uint8_t *b, uint64_t mask)
+{
+	uint64_t bits = 0;
+
+	/* stop bit at bit n + 1 of the byte for n results */
+	for (; mask; mask &= mask - 1)
+		bits += 30 - _lzcnt_u32(b[_tzcnt_u64(mask)]);
+	return bits;
+}
+
+/* What a walk gives: @counts (counting), or packets into @out and what it
+ * skips into @sum by @actions (skimming; *@stopped after a STOP packet). */
+struct walk_out {
+	uint64_t *counts;
+	struct pts_packet *out;
+	const uint8_t *actions;
+	struct pts_skim sum;
+	int *stopped;
+};
+
+/* Skimming, the packet @pk just decoded at out[*got]: kept (*@got + 1) or
+ * summed up, without a branch on its kind. Returns 1 when it ends the
+ * batch. */
+static inline int skim_one(struct walk_out *w, const struct pts_packet *pk,
+			   int *got)
+{
+	const unsigned kind = pk->kind;
+	const uint64_t skip = -(uint64_t)(w->actions[kind] == PTS_SKIM_SKIP);
+	const uint64_t is_tnt = skip & -(uint64_t)(kind == PTS_PKT_TNT8 ||
+						   kind == PTS_PKT_TNT64);
+	uint64_t is_tip = skip & -(uint64_t)(kind == PTS_PKT_TIP);
+
+	w->sum.packets += skip & 1;
+	w->sum.tnt_packets += is_tnt & 1;
+	w->sum.tnt_bits += is_tnt & pk->u.tnt.count;
+	w->sum.tips += is_tip & 1;
+	is_tip &= -(uint64_t)(pk->ipc != PTS_IPC_SUPPRESSED);
+	w->sum.last_ip = (is_tip & pk->u.ip.ip) | (~is_tip & w->sum.last_ip);
+	w->sum.has_ip |= (int)(is_tip & 1);
+	*got += (int)(~skip & 1);
+	if (__builtin_expect(w->actions[kind] != PTS_SKIM_STOP, 1))
+		return 0;
+	*w->stopped = 1;
+	return 1;
+}
+
+/* The packet at @q (next 8 bytes @raw) that the block sized @n (0: it
+ * could not), decoded into @pk: by the table, for a CYC the block sized
+ * from its bytes (skimming keeps CYCs for the clock: a tenth of a
+ * capture's packets), else by pts_fast_rare(). Returns its size, 0 when
+ * the slow path must see it. */
+static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
+					   const uint8_t *q, uint64_t raw,
+					   unsigned n, const uint8_t *dend,
+					   uint64_t off, uint64_t *lip,
+					   uint8_t *bk, struct pts_packet *pk)
+{
+	if (__builtin_expect(n != 0 && tab->size[q[0]] != 0, 1)) {
+		const struct pts_fast_op *op = tab->ops + q[0];
+
+		*lip = ((*lip ^ raw) & op->keep) ^ raw;
+		pts_fast_put(pk, off, op->hdr, op->c0 | (raw & op->mask),
+			     op->c1 | (*lip & op->sel));
+		return n;
+	}
+	if (n != 0 && (q[0] & 7) == 7) {
+		pts_fast_put(pk, off, PTS_PKT_CYC | n << 8,
+			     pts_cyc_value(q[0], _bzhi_u64(raw, 8 * (n - 1))),
+			     0);
+		return n;
+	}
+	return pts_fast_rare(tab, q, (size_t)(dend - q), off, lip, bk, pk);
+}
+
+/* The walk, inlined with @vbmi and @skimming constant: counting (only
+ * @w->counts[kind] += 1 for each packet; the runs are of all one-byte
+ * kinds) or skimming (the runs are of the one-byte kinds skipped). */
+static PTS_AVX2 PTS_INLINE int walk(const struct pts_fast_tab *tab,
+				    struct pts_input *in, uint64_t *offp,
+				    uint64_t *lipp, uint8_t *blk,
+				    struct walk_out *w, int max,
+				    const int vbmi, const int skimming)
+{
+	const unsigned runs_of =
+		!skimming ? RUNS_ALL
+			  : (w->actions[PTS_PKT_TNT8] == PTS_SKIM_SKIP ? RUNS_TNT
+								       : 0) |
+				    (w->actions[PTS_PKT_PAD] == PTS_SKIM_SKIP
+					     ? RUNS_PAD
+					     : 0) |
+				    (w->actions[PTS_PKT_CYC] == PTS_SKIM_SKIP
+					     ? RUNS_CYC
+					     : 0);
 	const uint8_t *const start = in->data + in->pos;
 	const uint8_t *const dend = in->data + in->size;
 	const uint8_t *b = start; /* the block */
@@ -295,84 +411,125 @@ static PTS_AVX2 PTS_INLINE int count_blocks(const struct pts_fast_tab *tab,
 	int got = 0, stop = 0, cur = 0;
 	struct block ks[2]; /* the block and the next one */
 
-	if (dend - b < 2 * BLOCK + PTS_PKT_MAX)
+	if (!walkable(b, dend, max))
 		return 0;
-	prepare(&ks[0], b, tab, vbmi);
-	while (!stop && dend - b >= 2 * BLOCK + PTS_PKT_MAX &&
-	       max - got >= BLOCK) {
+	prepare(&ks[0], b, tab, runs_of, vbmi);
+	while (!stop && walkable(b, dend, max - got)) {
 		const struct block *const k = &ks[cur];
 		uint64_t runs = 0; /* the one-byte packets crossed */
-		unsigned n;
 
-		prepare(&ks[cur ^ 1], b + BLOCK, tab, vbmi);
+		prepare(&ks[cur ^ 1], b + BLOCK, tab, runs_of, vbmi);
 		for (;;) {
-			unsigned r;
+			unsigned r, n;
 			const uint8_t *q;
 			uint64_t raw;
+			struct pts_packet scratch;
 
 			run_at(k, i, &r, &n, vbmi); /* the run may end the block */
 			q = b + i + r;
 			raw = pts_load_le64(q + 1);
 			runs |= _bzhi_u64(~0ull, r) << i;
-			if (__builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
-				const struct pts_fast_op *op = tab->ops + q[0];
-
-				lip = ((lip ^ raw) & op->keep) ^ raw;
-				counts[(uint8_t)op->hdr]++;
-				got++;
-				i += r + n;
-				if (i >= BLOCK)
-					break;
-				continue;
-			}
-			/* the block's end, or a packet for pts_fast_rare() */
 			i += r;
 			if (i >= BLOCK)
 				break;
-			if (!count_rare(tab, q, dend,
-					*offp + (uint64_t)(q - start), &lip,
-					&bk, counts, &n)) {
-				stop = 1;
-				break;
+			if (!skimming &&
+			    __builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
+				/* counting: the kind is all it needs */
+				const struct pts_fast_op *op = tab->ops + q[0];
+
+				lip = ((lip ^ raw) & op->keep) ^ raw;
+				w->counts[(uint8_t)op->hdr]++;
+				got++;
+			} else {
+				struct pts_packet *const pk =
+					skimming ? w->out + got : &scratch;
+
+				if (tnt64_bad(q, raw))
+					n = 0;
+				n = decode_one(tab, q, raw, n, dend,
+					       *offp + (uint64_t)(q - start),
+					       &lip, &bk, pk);
+				if (!n) {
+					stop = 1;
+					break;
+				}
+				if (skimming) {
+					stop = skim_one(w, pk, &got);
+				} else {
+					w->counts[pk->kind]++;
+					got++;
+				}
+				stop |= bk;
 			}
-			got++;
 			i += n;
-			if (bk)
-				stop = 1;
 			if (stop || i >= BLOCK)
 				break;
 		}
-		counts[PTS_PKT_TNT8] += (uint64_t)_mm_popcnt_u64(runs & k->tnt);
-		counts[PTS_PKT_PAD] += (uint64_t)_mm_popcnt_u64(runs & k->pad);
-		counts[PTS_PKT_CYC] += (uint64_t)_mm_popcnt_u64(runs & k->cyc);
-		got += (int)_mm_popcnt_u64(runs);
+		if (skimming) {
+			w->sum.packets += (uint64_t)_mm_popcnt_u64(runs);
+			w->sum.tnt_packets +=
+				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
+			w->sum.tnt_bits += tnt_results(b, runs & k->tnt);
+		} else {
+			w->counts[PTS_PKT_TNT8] +=
+				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
+			w->counts[PTS_PKT_PAD] +=
+				(uint64_t)_mm_popcnt_u64(runs & k->pad);
+			w->counts[PTS_PKT_CYC] +=
+				(uint64_t)_mm_popcnt_u64(runs & k->cyc);
+			got += (int)_mm_popcnt_u64(runs);
+		}
 		if (stop)
 			break;
-		b += BLOCK;
-		i -= BLOCK;
-		cur ^= 1;
+		next_block(&b, &i, &cur);
 	}
-	in->pos += (size_t)(b + i - start);
-	*offp += (uint64_t)(b + i - start);
-	*lipp = lip;
-	*blk = bk;
+	walked(in, offp, b + i - start, lipp, lip, blk, bk);
 	return got;
 }
 
-static PTS_AVX2 int count_avx2(const struct pts_fast_tab *tab,
-			       struct pts_input *in, uint64_t *off,
-			       uint64_t *lip, uint8_t *blk, uint64_t *counts,
-			       int max)
+static PTS_AVX2 int walk_avx2(const struct pts_fast_tab *tab,
+			      struct pts_input *in, uint64_t *off,
+			      uint64_t *lip, uint8_t *blk, struct walk_out *w,
+			      int max)
 {
-	return count_blocks(tab, in, off, lip, blk, counts, max, 0);
+	return w->actions ? walk(tab, in, off, lip, blk, w, max, 0, 1)
+			  : walk(tab, in, off, lip, blk, w, max, 0, 0);
 }
 
-static PTS_VBMI int count_vbmi(const struct pts_fast_tab *tab,
-			       struct pts_input *in, uint64_t *off,
-			       uint64_t *lip, uint8_t *blk, uint64_t *counts,
-			       int max)
+static PTS_VBMI int walk_vbmi(const struct pts_fast_tab *tab,
+			      struct pts_input *in, uint64_t *off,
+			      uint64_t *lip, uint8_t *blk, struct walk_out *w,
+			      int max)
 {
-	return count_blocks(tab, in, off, lip, blk, counts, max, 1);
+	return w->actions ? walk(tab, in, off, lip, blk, w, max, 1, 1)
+			  : walk(tab, in, off, lip, blk, w, max, 1, 0);
+}
+
+/* The walk this CPU runs. */
+static int walk_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+		       uint64_t *off, uint64_t *lip, uint8_t *blk,
+		       struct walk_out *w, int max)
+{
+	switch (tab->blocks) {
+	case PTS_BLOCKS_VBMI:
+		return walk_vbmi(tab, in, off, lip, blk, w, max);
+	case PTS_BLOCKS_AVX2:
+		return walk_avx2(tab, in, off, lip, blk, w, max);
+	default:
+		return 0;
+	}
+}
+
+int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+			 uint64_t *off, uint64_t *lip, uint8_t *blk,
+			 struct pts_packet *out, int max,
+			 const struct pts_skim_ctx *skim, int *stop)
+{
+	struct walk_out w = {NULL, out, skim->actions, *skim->sum, stop};
+	const int got = walk_blocks(tab, in, off, lip, blk, &w, max);
+
+	*skim->sum = w.sum;
+	return got;
 }
 
 int pts_fast_blocks_cap = PTS_BLOCKS_VBMI;
@@ -396,17 +553,22 @@ int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,
 			  uint64_t *counts, int max)
 {
-	switch (tab->blocks) {
-	case PTS_BLOCKS_VBMI:
-		return count_vbmi(tab, in, off, lip, blk, counts, max);
-	case PTS_BLOCKS_AVX2:
-		return count_avx2(tab, in, off, lip, blk, counts, max);
-	default:
-		return 0;
-	}
+	struct walk_out w = {counts, NULL, NULL, {0}, NULL};
+
+	return walk_blocks(tab, in, off, lip, blk, &w, max);
 }
 
 #else
+
+int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+			 uint64_t *off, uint64_t *lip, uint8_t *blk,
+			 struct pts_packet *out, int max,
+			 const struct pts_skim_ctx *skim, int *stop)
+{
+	(void)tab, (void)in, (void)off, (void)lip, (void)blk, (void)out;
+	(void)max, (void)skim, (void)stop;
+	return 0;
+}
 
 int pts_fast_blocks_cap = PTS_BLOCKS_NONE;
 

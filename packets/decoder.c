@@ -418,16 +418,38 @@ static int pts_dec_search(struct pts_pkt_decoder *dec, struct pts_input *in)
 /* ------------------------------------------------------------------------ */
 /* The API.                                                                  */
 
-/* pts_pkt_next_batch() (@counts NULL: packets into @pkts) and
+/* A packet the slow path decoded into @pkts[*n], by @skim's actions: kept
+ * (*n + 1) or summed up. Returns 1 when it ends the batch. */
+static int pts_dec_skim(const struct pts_skim_ctx *skim,
+			const struct pts_packet *pkts, int *n)
+{
+	const struct pts_packet *pk = &pkts[*n];
+
+	switch (skim->actions[pk->kind]) {
+	case PTS_SKIM_SKIP:
+		pts_skim_add(skim->sum, pk);
+		return 0;
+	case PTS_SKIM_STOP:
+		++*n;
+		return 1;
+	default:
+		++*n;
+		return 0;
+	}
+}
+
+/* pts_pkt_next_batch() (@counts and @skim NULL: packets into @pkts),
  * pts_pkt_count_batch() (@counts: a packet only adds 1 to @counts[kind];
- * the slow path decodes into a scratch packet). */
+ * the slow path decodes into a scratch packet) and pts_pkt_skim_batch()
+ * (@skim: packets into @pkts by its actions). */
 static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 				struct pts_input *in, struct pts_packet *pkts,
-				uint64_t *counts, int max)
+				uint64_t *counts,
+				const struct pts_skim_ctx *skim, int max)
 {
 	struct pts_input none = {NULL, 0, 0};
 	struct pts_packet scratch;
-	int n = 0, r = 0;
+	int n = 0, r = 0, stop = 0;
 
 	if (!dec || (!pkts && !counts) || max <= 0)
 		return -PTS_ERR_INVALID;
@@ -441,7 +463,7 @@ static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 		return r;
 	}
 
-	while (n < max) {
+	while (n < max && !stop) {
 		/* Progress guard: every round hands out a packet, takes
 		 * bytes, changes stage, or ends the call. */
 		const uint64_t off0 = dec->off;
@@ -455,11 +477,19 @@ static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 		case PTS_DEC_SYNCED:
 			if (dec->clen == 0 && dec->blk == 0 &&
 			    in->size - in->pos >= PTS_PKT_MAX) {
+				const uint64_t at = dec->off;
+
 				n += counts ? pts_fast_count(&dec->fast, in,
 							     &dec->off,
 							     &dec->lip.ip,
 							     &dec->blk, counts,
 							     max - n)
+				     : skim ? pts_fast_skim(&dec->fast, in,
+							    &dec->off,
+							    &dec->lip.ip,
+							    &dec->blk, slot,
+							    max - n, skim,
+							    &stop)
 					    : pts_fast_decode(&dec->fast, in,
 							      &dec->off,
 							      &dec->lip.ip,
@@ -467,14 +497,17 @@ static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 							      max - n);
 				/* Stopped short of the edge: a packet the
 				 * slow path must see. */
-				if (n > n0)
+				if (n > n0 || dec->off > at || stop)
 					break;
 			}
 			r = pts_dec_one(dec, in, slot);
 			if (r > 0) {
-				n++;
 				if (counts)
 					counts[slot->kind]++;
+				if (skim)
+					stop = pts_dec_skim(skim, pkts, &n);
+				else
+					n++;
 			}
 			break;
 		case PTS_DEC_SEARCH:
@@ -486,9 +519,12 @@ static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 			slot->size = PTS_PSB_SIZE;
 			pts_dec_apply(dec, slot);
 			dec->state = PTS_DEC_SYNCED;
-			n++;
 			if (counts)
 				counts[PTS_PKT_PSB]++;
+			if (skim)
+				stop = pts_dec_skim(skim, pkts, &n);
+			else
+				n++;
 			r = 1;
 			break;
 		default:
@@ -505,7 +541,7 @@ static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 		}
 	}
 
-	if (n == 0)
+	if (n == 0 && !stop)
 		return r;
 	/* Report a condition met after some packets on the next call. AGAIN
 	 * is not kept: the caller may feed the next chunk right away. */
@@ -517,15 +553,26 @@ static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
 int pts_pkt_next_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 		       struct pts_packet *pkts, int max)
 {
-	return pkts ? pts_dec_batch(dec, in, pkts, NULL, max)
+	return pkts ? pts_dec_batch(dec, in, pkts, NULL, NULL, max)
 		    : -PTS_ERR_INVALID;
 }
 
 int pts_pkt_count_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 			uint64_t *counts, int max)
 {
-	return counts ? pts_dec_batch(dec, in, NULL, counts, max)
+	return counts ? pts_dec_batch(dec, in, NULL, counts, NULL, max)
 		      : -PTS_ERR_INVALID;
+}
+
+int pts_pkt_skim_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
+		       const uint8_t *actions, struct pts_packet *pkts, int max,
+		       struct pts_skim *sum)
+{
+	const struct pts_skim_ctx skim = {actions, sum};
+
+	if (!pkts || !actions || !sum)
+		return -PTS_ERR_INVALID;
+	return pts_dec_batch(dec, in, pkts, NULL, &skim, max);
 }
 
 int pts_pkt_next(struct pts_pkt_decoder *dec, struct pts_input *in,

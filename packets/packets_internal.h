@@ -7,6 +7,7 @@
 
 #include <ptscope/packets.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -72,6 +73,20 @@ static inline uint64_t pts_sext48(uint64_t v)
 				  : (v & 0x0000ffffffffffffull);
 }
 
+/* The value of a CYC whose first byte is @c and whose next bytes, up to
+ * its last, are @rest (little-endian, the bytes after them zero): the
+ * 7-bit groups of @rest packed by halving steps (no loop: CYC lengths are
+ * as random as their values), above the 5 bits of @c. */
+static inline uint64_t pts_cyc_value(uint8_t c, uint64_t rest)
+{
+	uint64_t x = (rest >> 1) & 0x7f7f7f7f7f7f7f7full;
+
+	x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
+	x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
+	x = (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
+	return (uint64_t)(c >> 3) | x << 5;
+}
+
 /* Index of the highest set bit of @v (> 0). */
 static inline unsigned pts_top_bit(uint64_t v)
 {
@@ -96,6 +111,53 @@ static inline void pts_pkt_clear(struct pts_packet *pkt, uint64_t offset)
 
 /* ------------------------------------------------------------------------ */
 /* The streaming decoder's fast path (decoder_fast.c).                      */
+
+/* The fast paths write a packet as four words: they rely on this layout. */
+_Static_assert(sizeof(struct pts_packet) == 32, "packet layout");
+_Static_assert(offsetof(struct pts_packet, kind) == 8, "packet layout");
+_Static_assert(offsetof(struct pts_packet, u) == 16, "packet layout");
+_Static_assert(offsetof(struct pts_packet, u.tnt.count) == 24, "layout");
+_Static_assert(offsetof(struct pts_packet, u.ip.ip) == 24, "layout");
+
+/* Writes a whole packet: header word (@hdr = kind | size << 8 | ipc << 16,
+ * reserved bytes 0) and the two words of the union, as each kind the fast
+ * paths make lays them out. */
+static inline void pts_fast_put(struct pts_packet *pk, uint64_t off,
+				uint64_t hdr, uint64_t w0, uint64_t w1)
+{
+#if PTS_LITTLE_ENDIAN_
+	pk->offset = off;
+	memcpy((unsigned char *)pk + 8, &hdr, 8);
+	memcpy((unsigned char *)pk + 16, &w0, 8);
+	memcpy((unsigned char *)pk + 24, &w1, 8);
+#else
+	pts_pkt_clear(pk, off);
+	pk->kind = (uint8_t)hdr;
+	pk->size = (uint8_t)(hdr >> 8);
+	pk->ipc = (uint8_t)(hdr >> 16);
+	switch (pk->kind) {
+	case PTS_PKT_TNT8:
+		pk->u.tnt.bits = w0;
+		pk->u.tnt.count = (uint8_t)w1;
+		break;
+	case PTS_PKT_MTC:
+		pk->u.mtc_ctc = (uint8_t)w0;
+		break;
+	case PTS_PKT_PAD:
+		break;
+	default: /* IP packets, CYC, TSC: 64-bit words */
+		pk->u.ip.payload = w0;
+		pk->u.ip.ip = w1;
+		break;
+	}
+#endif
+}
+
+static inline uint64_t pts_hdr(unsigned kind, unsigned size, unsigned ipc)
+{
+	return kind | size << 8 | (uint64_t)ipc << 16;
+}
+
 
 /* How the fast path decodes a packet by its first byte (see
  * pts_fast_init()). */
@@ -151,6 +213,43 @@ int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
 		   uint64_t *off, uint64_t *lip, uint8_t *blk,
 		   uint64_t *counts, int max);
 
+/* pts_pkt_skim_batch()'s actions and sum, for the decoding loops. */
+struct pts_skim_ctx {
+	const uint8_t *actions; /* by kind: enum pts_skim_action */
+	struct pts_skim *sum;
+};
+
+/* Adds the skipped packet @pk to @sum. */
+static inline void pts_skim_add(struct pts_skim *sum,
+				const struct pts_packet *pk)
+{
+	sum->packets++;
+	switch (pk->kind) {
+	case PTS_PKT_TNT8:
+	case PTS_PKT_TNT64:
+		sum->tnt_packets++;
+		sum->tnt_bits += pk->u.tnt.count;
+		break;
+	case PTS_PKT_TIP:
+		sum->tips++;
+		if (pk->ipc != PTS_IPC_SUPPRESSED) {
+			sum->last_ip = pk->u.ip.ip;
+			sum->has_ip = 1;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* pts_fast_decode() that stores only the packets @skim keeps (into @out),
+ * adds the others to @skim->sum, and stops after a STOP packet (*@stop
+ * set). Returns the number stored. */
+int pts_fast_skim(const struct pts_fast_tab *tab, struct pts_input *in,
+		  uint64_t *off, uint64_t *lip, uint8_t *blk,
+		  struct pts_packet *out, int max,
+		  const struct pts_skim_ctx *skim, int *stop);
+
 /* count_blocks.c: how this CPU runs pts_fast_count_blocks() (with AVX2,
  * with AVX-512 VBMI too, or not at all; never above pts_fast_blocks_cap,
  * which tests lower to run every way on one CPU, before making decoders),
@@ -163,5 +262,10 @@ int pts_fast_blocks_supported(void);
 int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,
 			  uint64_t *counts, int max);
+/* The same for pts_fast_skim(). */
+int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
+			 uint64_t *off, uint64_t *lip, uint8_t *blk,
+			 struct pts_packet *out, int max,
+			 const struct pts_skim_ctx *skim, int *stop);
 
 #endif /* PTS_PACKETS_INTERNAL_H */

@@ -13,6 +13,11 @@
 /* Output space reserved per line: far above the longest line we print. */
 #define LINE_MAX_ 1024
 #define BATCH 256
+/* Packets per call while the model has no skim actions: few, so that
+ * skimming starts again soon after (PSB+ is read packet by packet). */
+#define UNSKIMMED 8
+/* Bytes a skimming call must go over for the next to skim too. */
+#define SKIM_MIN 1024
 #define STUCK_LIMIT 64
 
 
@@ -627,8 +632,30 @@ int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 	uint64_t begin, end;
 
 	for (;;) {
-		const int n = pts_pkt_next_batch(dec, in, pkts, BATCH);
+		/* Skimming, the packets that only add to a window's counts
+		 * are summed up, not stored: faster while records are rare
+		 * (SKIM_MIN). Without skim actions (in PSB+...), a few
+		 * packets at a time: the model soon has actions again. */
+		const int thick = w->skimmed < SKIM_MIN;
+		const uint8_t *skim = w->ev || thick
+					      ? NULL
+					      : pts_win_skim_actions(w->model);
+		const uint64_t at = pts_pkt_offset(dec);
+		struct pts_skim sum = {0};
+		const int n = skim ? pts_pkt_skim_batch(dec, in, skim, pkts,
+							BATCH, &sum)
+				   : pts_pkt_next_batch(dec, in, pkts,
+							w->ev || thick
+								? BATCH
+								: UNSKIMMED);
 
+		/* after a plain batch, try skimming again */
+		w->skimmed = skim ? pts_pkt_offset(dec) - at : SKIM_MIN;
+
+		if (sum.packets && pts_win_feed_skipped(w->model, &sum) < 0) {
+			w->failed = 1;
+			return -PTS_ERR_INVALID;
+		}
 		if (n > 0) {
 			w->stuck = 0;
 			if (w->ev)

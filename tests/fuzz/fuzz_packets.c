@@ -13,6 +13,8 @@
  * - pts_pkt_count_batch, alone and mixed call by call with
  *   pts_pkt_next_batch, counts the kinds of exactly those packets and
  *   reports the same conditions (whole and chunked);
+ * - pts_pkt_skim_batch stores those packets its actions keep, sums up the
+ *   others as they are, and reports the same conditions (chunked);
  * - the stream ends (EOS or TRUNCATED) after a bounded number of events;
  * - a skip ends where pts_psb_find() from its start says, at a PSB packet
  *   or at the end; every PSB packet is 16 bytes of 02 82; every offset
@@ -31,6 +33,7 @@
 
 #include "feed.h"
 #include "pkt_compare.h"
+#include "skim_expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +158,26 @@ static void same_events(const struct events *a, const struct events *b)
 	}
 }
 
+/* The decoder asked for more: the trace's next chunk after the @fed first
+ * bytes (@chunker's size, or all that is left without one), or its end. */
+static void next_chunk(const struct setup *s, struct pts_pkt_decoder *dec,
+		       struct pts_input *in, struct pts_chunker *chunker,
+		       size_t *fed)
+{
+	const size_t left = s->len - *fed;
+	const size_t n = chunker ? pts_chunker_next(chunker, left) : left;
+
+	REQUIRE(in->pos == in->size);
+	if (!left) {
+		pts_pkt_end(dec);
+		return;
+	}
+	in->data = s->trace + *fed;
+	in->size = n < 1 ? 1 : n > left ? left : n;
+	in->pos = 0;
+	*fed += in->size;
+}
+
 /* Decodes the trace (whole, or in the chunks the seed chooses) with
  * pts_pkt_count_batch, or (@mixed) with it and pts_pkt_next_batch chosen
  * call by call, batch sizes at random: each count must be the kinds of the
@@ -182,19 +205,8 @@ static void check_counting(const struct setup *s, int chunked, int mixed,
 				 : pts_pkt_next_batch(dec, &in, pkts, max);
 
 		if (r == -PTS_ERR_AGAIN) {
-			size_t n = chunked ? pts_chunker_next(&chunker,
-							      s->len - fed)
-					   : s->len - fed;
-
-			REQUIRE(in.pos == in.size);
-			if (fed == s->len) {
-				pts_pkt_end(dec);
-				continue;
-			}
-			in.data = s->trace + fed;
-			in.size = n < 1 ? 1 : n > s->len - fed ? s->len - fed : n;
-			in.pos = 0;
-			fed += in.size;
+			next_chunk(s, dec, &in, chunked ? &chunker : NULL,
+				   &fed);
 			continue;
 		}
 		REQUIRE(r != 0 && at + (r > 0 ? (size_t)r : 1) <= want->count);
@@ -230,6 +242,76 @@ static void check_counting(const struct setup *s, int chunked, int mixed,
 			break;
 	}
 	REQUIRE(at == want->count);
+	pts_pkt_decoder_free(dec);
+}
+
+/* Decodes the trace in the seed's chunks with pts_pkt_skim_batch and
+ * actions the seed picks, batches up to 128 (so that the 64-byte blocks
+ * run too): the packets stored must be @want's that the actions keep or
+ * stop at, each STOP packet the last of its batch, its conditions @want's,
+ * and the sum of what it skipped before each STOP packet, each condition
+ * and the end @want's skipped packets there. */
+static void check_skimming(const struct setup *s, const struct events *want)
+{
+	static struct pts_packet pkts[128];
+	struct pts_chunker chunker = {.max = s->max_chunk};
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&s->config);
+	struct pts_input in = {s->trace, 0, 0};
+	struct pts_skim sum = {0}, expect = {0};
+	uint8_t actions[PTS_PKT_KIND_COUNT];
+	struct pts_rng pick;
+	size_t fed = 0, at = 0;
+	char why[160];
+
+	REQUIRE(dec != NULL);
+	pts_rng_seed(&chunker.rng, s->seed);
+	pts_rng_seed(&pick, s->seed ^ 0x5c1e);
+	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+		actions[k] = (uint8_t)pts_rng_below(&pick, 3);
+	for (size_t guard = 0; guard <= 3 * s->len + 8; guard++) {
+		const int max = 1 + (int)pts_rng_below(&pick, 128);
+		int r = pts_pkt_skim_batch(dec, &in, actions, pkts, max, &sum);
+
+		if (r == -PTS_ERR_AGAIN) {
+			next_chunk(s, dec, &in, &chunker, &fed);
+			continue;
+		}
+		REQUIRE(r != 0);
+		for (int i = 0; i < (r > 0 ? r : 1); i++) {
+			const struct pts_event *ev;
+
+			while (at < want->count && want->ev[at].status > 0 &&
+			       actions[want->ev[at].pkt.kind] == PTS_SKIM_SKIP)
+				pts_test_skim_add(&expect, &want->ev[at++].pkt);
+			REQUIRE(at < want->count);
+			ev = &want->ev[at++];
+			if (r < 0) {
+				uint64_t begin, end;
+
+				pts_pkt_error_range(dec, &begin, &end);
+				REQUIRE(ev->status == r && ev->begin == begin &&
+					ev->end == end);
+			} else {
+				REQUIRE(ev->status > 0);
+				if (pts_pkt_diff(&ev->pkt, &pkts[i], why,
+						 sizeof(why))) {
+					fprintf(stderr, "packet %zu: %s\n",
+						at - 1, why);
+					REQUIRE(!"same packet skimming");
+				}
+				if (actions[pkts[i].kind] != PTS_SKIM_STOP)
+					continue;
+				REQUIRE(i == r - 1);
+			}
+			REQUIRE(!memcmp(&sum, &expect, sizeof(sum)));
+			memset(&sum, 0, sizeof(sum));
+			memset(&expect, 0, sizeof(expect));
+		}
+		if (r == -PTS_ERR_EOS || r == -PTS_ERR_TRUNCATED)
+			break;
+	}
+	REQUIRE(at == want->count);
+	REQUIRE(!memcmp(&sum, &expect, sizeof(sum)));
 	pts_pkt_decoder_free(dec);
 }
 
@@ -361,6 +443,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same_events(&whole, &chunked);
 	check_counting(&s, 0, 0, &whole);
 	check_counting(&s, 1, 1, &whole);
+	check_skimming(&s, &whole);
 	check_psbs(&s, &whole);
 	check_parse(&s, &whole);
 	check_printers(&s, &whole);

@@ -13,14 +13,19 @@
  * - no two windows follow each other (a gap is between);
  * - causes, bases, rules and edges are in range; a needs-images gap lists
  *   two or more candidates, any other none;
- * - the summary counts what the records say.
+ * - the summary counts what the records say;
+ * - fed as `ptscope windows` feeds it (pts_pkt_skim_batch() with the
+ *   model's actions, pts_win_feed_skipped()), the model gives the same
+ *   records.
  */
 #include "fuzz_target.h"
 
 #include "feed.h"
+#include "win_compare.h"
 
 #include <ptscope/windows.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 enum { HEADER = 3 };
@@ -112,13 +117,109 @@ static void check_record(struct tiling *t, const struct pts_win_record *r)
 	t->prev_end = r->end.offset;
 }
 
-static void drain(struct pts_win_model *m, int err, struct tiling *t)
+/* Every record of the model fed packet by packet, for the skimming run to
+ * give again. */
+struct records {
+	struct pts_win_record *rec;
+	size_t n, cap;
+};
+
+static void drain(struct pts_win_model *m, int err, struct tiling *t,
+		  struct records *keep)
 {
 	struct pts_win_record rec;
 
 	REQUIRE(err >= 0);
-	while (pts_win_next(m, &rec) == 1)
+	while (pts_win_next(m, &rec) == 1) {
 		check_record(t, &rec);
+		if (keep->n == keep->cap) {
+			keep->cap = keep->cap ? 2 * keep->cap : 64;
+			keep->rec = realloc(keep->rec,
+					    keep->cap * sizeof(*keep->rec));
+			REQUIRE(keep->rec != NULL);
+		}
+		keep->rec[keep->n++] = rec;
+	}
+}
+
+/* The next records of the skimming run's model must be @want's next. */
+static void drain_same(struct pts_win_model *m, int err,
+		       const struct records *want, size_t *at)
+{
+	struct pts_win_record rec;
+
+	REQUIRE(err >= 0);
+	while (pts_win_next(m, &rec) == 1) {
+		REQUIRE(*at < want->n);
+		REQUIRE(pts_test_same_record(&rec, &want->rec[(*at)++]));
+	}
+}
+
+/* The trace fed as `ptscope windows` feeds it: pts_pkt_skim_batch() with
+ * the model's actions (pts_pkt_next_batch() where it has none), batches
+ * and chunks the seed picks. The records must be @want's. */
+static void check_skimming(const struct pts_trace_config *cfg,
+			   const uint8_t *data, size_t size,
+			   struct pts_chunker *chunker,
+			   const struct records *want)
+{
+	static struct pts_packet pkts[128];
+	struct pts_win_model *m = pts_win_new(cfg);
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
+	struct pts_input in = {data, 0, 0};
+	size_t fed = 0, at = 0;
+
+	REQUIRE(m && dec);
+	for (size_t guard = 0; guard <= 4 * size + 16; guard++) {
+		const uint8_t *actions = pts_win_skim_actions(m);
+		const int max = 1 + (int)pts_rng_below(&chunker->rng, 128);
+		struct pts_skim sum = {0};
+		const int n = actions ? pts_pkt_skim_batch(dec, &in, actions,
+							   pkts, max, &sum)
+				      : pts_pkt_next_batch(dec, &in, pkts, max);
+		uint64_t begin, end;
+
+		REQUIRE(pts_win_feed_skipped(m, &sum) == 0);
+		for (int j = 0; j < n;) {
+			const int got = pts_win_feed_batch(m, pkts + j, n - j);
+
+			REQUIRE(got > 0);
+			j += got;
+			drain_same(m, 0, want, &at);
+		}
+		if (n > 0)
+			continue;
+		if (n == -PTS_ERR_AGAIN) {
+			size_t k = pts_chunker_next(chunker, size - fed);
+
+			if (fed == size) {
+				pts_pkt_end(dec);
+				continue;
+			}
+			in.data = data + fed;
+			in.size = k < 1 ? 1 : k > size - fed ? size - fed : k;
+			in.pos = 0;
+			fed += in.size;
+			continue;
+		}
+		REQUIRE(n != -PTS_ERR_NO_PROGRESS && n != -PTS_ERR_INTERNAL);
+		if (n == -PTS_ERR_EOS)
+			break;
+		pts_pkt_error_range(dec, &begin, &end);
+		drain_same(m,
+			   pts_win_lost(m,
+					n == -PTS_ERR_TRUNCATED
+						? PTS_GAP_TRUNCATED
+						: PTS_GAP_DECODE_ERROR,
+					begin, end),
+			   want, &at);
+		if (n == -PTS_ERR_TRUNCATED)
+			break;
+	}
+	drain_same(m, pts_win_end(m, size), want, &at);
+	REQUIRE(at == want->n);
+	pts_pkt_decoder_free(dec);
+	pts_win_free(m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -132,6 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pts_feed *feed;
 	struct pts_event ev;
 	struct tiling t;
+	struct records recs = {0};
 	uint8_t opt = 0;
 	int st;
 
@@ -152,7 +254,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while ((st = pts_feed_next(feed, &ev)) != -PTS_ERR_EOS) {
 		REQUIRE(st != -PTS_ERR_NO_PROGRESS && st != -PTS_ERR_INTERNAL);
 		if (st > 0)
-			drain(m, pts_win_feed(m, &ev.pkt), &t);
+			drain(m, pts_win_feed(m, &ev.pkt), &t, &recs);
 		else
 			drain(m,
 			      pts_win_lost(m,
@@ -160,11 +262,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						   ? PTS_GAP_TRUNCATED
 						   : PTS_GAP_DECODE_ERROR,
 					   ev.begin, ev.end),
-			      &t);
+			      &t, &recs);
 		if (st == -PTS_ERR_TRUNCATED)
 			break;
 	}
-	drain(m, pts_win_end(m, size), &t);
+	drain(m, pts_win_end(m, size), &t, &recs);
 	if (t.have_prev)
 		REQUIRE(t.prev_end == size);
 	REQUIRE(pts_win_summary(m, &sum) == 0);
@@ -175,5 +277,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		REQUIRE(sum.violations[r] == t.rules[r]);
 	pts_feed_free(feed);
 	pts_win_free(m);
+	check_skimming(&cfg, data, size, &chunker, &recs);
+	free(recs.rec);
 	return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "check.h"
 #include "packets_internal.h"
+#include "skim_expect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,23 @@ static void compare(const char *name, const struct evs *want,
 	}
 }
 
+/* The decoder wants more of @b: its next chunk of @chunk bytes (0: 1 to
+ * 200 at random) after the @fed first, or its end. */
+static void next_chunk(struct pts_pkt_decoder *dec, struct pts_input *in,
+		       const struct buf *b, size_t chunk, size_t *fed)
+{
+	const size_t n = chunk ? chunk : 1 + rnd() % 200;
+
+	if (*fed == b->n) {
+		pts_pkt_end(dec);
+		return;
+	}
+	in->data = b->p + *fed;
+	in->size = n < b->n - *fed ? n : b->n - *fed;
+	in->pos = 0;
+	*fed += in->size;
+}
+
 /* pts_pkt_count_batch over chunks of @chunk bytes (0: at random), with
  * batches of up to @max (<= 256), alone or (@mixed) chosen call by call against
  * pts_pkt_next_batch: its counts must be the kinds of the packets @want has
@@ -302,16 +320,7 @@ static void count_compare(const char *name, const struct buf *b, size_t chunk,
 				 : pts_pkt_next_batch(dec, &in, pkts, m);
 
 		if (r == -PTS_ERR_AGAIN) {
-			size_t n = chunk ? chunk : 1 + rnd() % 200;
-
-			if (fed == b->n) {
-				pts_pkt_end(dec);
-				continue;
-			}
-			in.data = b->p + fed;
-			in.size = n < b->n - fed ? n : b->n - fed;
-			in.pos = 0;
-			fed += in.size;
+			next_chunk(dec, &in, b, chunk, &fed);
 			continue;
 		}
 		for (int i = 0; i < (r > 0 ? r : 1) && at < want->n; i++, at++) {
@@ -341,6 +350,86 @@ static void count_compare(const char *name, const struct buf *b, size_t chunk,
 	pts_pkt_decoder_free(dec);
 }
 
+/* pts_pkt_skim_batch with @actions over chunks of @chunk bytes (0: at
+ * random), batches of up to @max: the packets it stores must be @want's
+ * packets that @actions keep or stop at, byte for byte, its conditions
+ * @want's, and what it skipped before each STOP packet, each condition and
+ * the end the sum of @want's skipped packets there. */
+static void skim_compare(const char *name, const struct buf *b, size_t chunk,
+			 int max, const uint8_t *actions,
+			 const struct evs *want)
+{
+	static struct pts_packet pkts[256];
+	struct pts_pkt_config cfg = {0};
+	struct pts_pkt_decoder *dec;
+	struct pts_input in = {b->p, 0, 0};
+	struct pts_skim sum = {0}, expect = {0};
+	size_t fed = 0, at = 0;
+
+	cfg.no_sync = 1;
+	cfg.cpu = cpu_under_test;
+	dec = pts_pkt_decoder_new(&cfg);
+	for (int guard = 0; dec && guard < 1 << 22; guard++) {
+		const int m = 1 + (int)(rnd() % (unsigned)max);
+		int r = pts_pkt_skim_batch(dec, &in, actions, pkts, m, &sum);
+
+		if (r == -PTS_ERR_AGAIN) {
+			next_chunk(dec, &in, b, chunk, &fed);
+			continue;
+		}
+		for (int i = 0; i < (r > 0 ? r : 1); i++) {
+			const struct ev *e;
+			uint64_t begin, end;
+
+			while (at < want->n && want->v[at].r == 1 &&
+			       actions[want->v[at].pkt.kind] == PTS_SKIM_SKIP)
+				pts_test_skim_add(&expect, &want->v[at++].pkt);
+			if (at == want->n) {
+				FAIL("%s (chunk %zu): more events than %zu",
+				     name, chunk, want->n);
+				break;
+			}
+			e = &want->v[at++];
+			if (r < 0) {
+				pts_pkt_error_range(dec, &begin, &end);
+				CHECK(e->r == r && e->begin == begin &&
+				      e->end == end);
+			} else {
+				CHECK(!memcmp(&e->pkt, &pkts[i], sizeof(*pkts)));
+				/* a STOP packet ends the batch */
+				if (actions[pkts[i].kind] != PTS_SKIM_STOP)
+					continue;
+				CHECK(i == r - 1);
+			}
+			CHECK(!memcmp(&sum, &expect, sizeof(sum)));
+			memset(&sum, 0, sizeof(sum));
+			memset(&expect, 0, sizeof(expect));
+		}
+		if (r == -PTS_ERR_EOS || r == -PTS_ERR_TRUNCATED ||
+		    r == -PTS_ERR_NO_PROGRESS || r == 0)
+			break;
+	}
+	CHECK(!memcmp(&sum, &expect, sizeof(sum)));
+	if (at != want->n)
+		FAIL("%s (chunk %zu, max %d): skimmed %zu events, want %zu",
+		     name, chunk, max, at, want->n);
+	pts_pkt_decoder_free(dec);
+}
+
+/* Actions as a model would choose them: the common one-byte and flow
+ * kinds skipped, a few kinds stopping, the rest kept (@round varies it). */
+static void random_actions(uint8_t *actions, int round)
+{
+	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+		actions[k] = (uint8_t)(rnd() % 8 == 0 ? PTS_SKIM_STOP
+				       : rnd() % 3 == 0 ? PTS_SKIM_KEEP
+							: PTS_SKIM_SKIP);
+	if (round % 2)
+		actions[PTS_PKT_TIP] = PTS_SKIM_STOP;
+	if (round % 3 == 0)
+		actions[PTS_PKT_CYC] = PTS_SKIM_KEEP;
+}
+
 static void check(const char *name, const struct buf *b)
 {
 	static struct evs want, got;
@@ -355,6 +444,12 @@ static void check(const char *name, const struct buf *b)
 		}
 		count_compare(name, b, chunks[c], 256, 0, &want);
 		count_compare(name, b, chunks[c], 256, 1, &want);
+		for (int round = 0; round < 3; round++) {
+			uint8_t actions[PTS_PKT_KIND_COUNT];
+
+			random_actions(actions, round);
+			skim_compare(name, b, chunks[c], 256, actions, &want);
+		}
 	}
 }
 

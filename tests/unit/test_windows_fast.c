@@ -7,13 +7,16 @@
  * each configuration that changes what the fast path may do: nothing
  * known, a ring, timing (the clock moves in fast runs), a production
  * enclave (TIPs are checked for leaks), a debug enclave (FUP + TIP pairs),
- * the CR3 filter (the PIP before a disable).
+ * the CR3 filter (the PIP before a disable). A third model is fed as
+ * `ptscope windows` feeds it, from pts_pkt_skim_batch() (the packets that
+ * only add to counts summed up, not stored): the same again.
  *
  * usage: test_windows_fast [SEED]   (default: a fixed one)
  */
 #include "check.h"
 #include "feed.h"
 #include "stream_gen.h"
+#include "win_compare.h"
 #include "windows_internal.h"
 
 #include <stdlib.h>
@@ -137,26 +140,81 @@ static void run(const struct pts_trace_config *cfg, int n, uint64_t end,
 	pts_win_free(m);
 }
 
-static int same_point(const struct pts_win_point *a,
-		      const struct pts_win_point *b)
+/* Feeds pts_win_feed_batch() @pkts[0, n), draining records into @r. */
+static void feed_all(struct pts_win_model *m, const struct pts_packet *pkts,
+		     int n, struct records *r)
 {
-	return a->offset == b->offset && a->ip == b->ip && a->tsc == b->tsc &&
-	       a->has_ip == b->has_ip && a->has_time == b->has_time &&
-	       a->edge == b->edge;
+	for (int j = 0; j < n;) {
+		int got = pts_win_feed_batch(m, pkts + j, n - j);
+
+		if (got <= 0) {
+			take(m, got < 0 ? got : -PTS_ERR_INTERNAL, r);
+			break;
+		}
+		j += got;
+		take(m, 0, r);
+	}
 }
 
-static int same_record(const struct pts_win_record *a,
-		       const struct pts_win_record *b)
+/* Runs @buf through the decoder and a model as `ptscope windows` does:
+ * pts_pkt_skim_batch() with the model's actions (batches of random
+ * sizes, chunks of random sizes), pts_pkt_next_batch() where it has none,
+ * errors as lost bytes. */
+static void run_skim(const struct pts_trace_config *cfg, const uint8_t *buf,
+		     size_t len, struct pts_rng *rng, struct records *r,
+		     struct pts_win_summary *sum)
 {
-	return a->type == b->type && a->cause == b->cause &&
-	       a->basis == b->basis && a->entry == b->entry &&
-	       a->exit == b->exit && a->flags == b->flags &&
-	       a->enclave == b->enclave && a->candidates == b->candidates &&
-	       a->psbs == b->psbs && a->ovfs == b->ovfs && a->cbrs == b->cbrs &&
-	       a->rule == b->rule && same_point(&a->begin, &b->begin) &&
-	       same_point(&a->end, &b->end) && a->packets == b->packets &&
-	       a->tnt_bits == b->tnt_bits && a->tips == b->tips &&
-	       strcmp(a->detail, b->detail) == 0;
+	struct pts_win_model *m = pts_win_new(cfg);
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
+	struct pts_input in = {buf, 0, 0};
+	static struct pts_packet batch[300];
+	size_t fed = 0;
+
+	if (!m || !dec)
+		abort();
+	for (int guard = 0; guard < 1 << 22; guard++) {
+		const uint8_t *actions = pts_win_skim_actions(m);
+		const int max = 1 + (int)pts_rng_below(rng, 300);
+		struct pts_skim skipped = {0};
+		const int n = actions ? pts_pkt_skim_batch(dec, &in, actions,
+							   batch, max, &skipped)
+				      : pts_pkt_next_batch(dec, &in, batch, max);
+		uint64_t begin, end;
+
+		if (skipped.packets)
+			CHECK(pts_win_feed_skipped(m, &skipped) == 0);
+		if (n > 0) {
+			feed_all(m, batch, n, r);
+			continue;
+		}
+		if (n == -PTS_ERR_AGAIN) {
+			size_t k = 1 + (size_t)pts_rng_below(rng, 4096);
+
+			if (fed == len) {
+				pts_pkt_end(dec);
+				continue;
+			}
+			in.data = buf + fed;
+			in.size = k < len - fed ? k : len - fed;
+			in.pos = 0;
+			fed += in.size;
+			continue;
+		}
+		if (n == -PTS_ERR_EOS || n == -PTS_ERR_NO_PROGRESS)
+			break;
+		pts_pkt_error_range(dec, &begin, &end);
+		take(m, pts_win_lost(m, n == -PTS_ERR_TRUNCATED
+						? PTS_GAP_TRUNCATED
+						: PTS_GAP_DECODE_ERROR,
+				     begin, end),
+		     r);
+		if (n == -PTS_ERR_TRUNCATED)
+			break;
+	}
+	take(m, pts_win_end(m, len), r);
+	pts_win_summary(m, sum);
+	pts_win_free(m);
+	pts_pkt_decoder_free(dec);
 }
 
 static void show(const char *who, const struct pts_win_record *r)
@@ -188,7 +246,7 @@ static int compare(const char *what, const struct records *fast,
 	CHECKF(fast->n == full->n, "%s: %zu records fast, %zu full", what,
 	       fast->n, full->n);
 	for (size_t i = 0; i < fast->n && i < full->n; i++) {
-		if (!same_record(&fast->rec[i], &full->rec[i])) {
+		if (!pts_test_same_record(&fast->rec[i], &full->rec[i])) {
 			FAIL("%s: record %zu differs", what, i);
 			show("fast", &fast->rec[i]);
 			show("full", &full->rec[i]);
@@ -302,20 +360,25 @@ int main(int argc, char **argv)
 		}
 		for (int c = 0; c < 5; c++) {
 			struct pts_trace_config cfg;
-			struct records fast = {0}, full = {0};
-			struct pts_win_summary sf, sl;
+			struct records fast = {0}, full = {0}, skim = {0};
+			struct pts_win_summary sf, sl, ss;
 			char what[96];
 
 			make_config(c, &cfg);
 			run(&cfg, n, end, 1, &rng, &fast, &sf);
 			run(&cfg, n, end, 0, &rng, &full, &sl);
+			run_skim(&cfg, buf, gen.bytes, &rng, &skim, &ss);
 			snprintf(what, sizeof(what),
 				 "seed 0x%llx round %d (%s%s) config %d",
 				 (unsigned long long)seed, round, prof->name,
 				 (round / 4) % 2 ? ", damaged" : "", c);
 			timed += compare(what, &fast, &full, &sf, &sl);
+			snprintf(what + strlen(what), sizeof(what) - strlen(what),
+				 " skim");
+			compare(what, &skim, &full, &ss, &sl);
 			free(fast.rec);
 			free(full.rec);
+			free(skim.rec);
 		}
 	}
 	/* The timing configuration must have dated windows, or the clock in

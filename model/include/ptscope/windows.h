@@ -275,6 +275,19 @@ int pts_win_feed(struct pts_win_model *m, const struct pts_packet *pkt);
 int pts_win_feed_batch(struct pts_win_model *m, const struct pts_packet *pkts,
 		       int n);
 
+/* For feeding the model from pts_pkt_skim_batch(): the actions it takes
+ * now (PTS_PKT_KIND_COUNT entries: the kinds that only add to counts
+ * skipped, those that may change the state stopping, the rest kept), or
+ * NULL when every packet must be fed one by one (inside PSB+, at the start
+ * of the trace...: use pts_pkt_next_batch()). Valid until the model is fed
+ * again. */
+const uint8_t *pts_win_skim_actions(const struct pts_win_model *m);
+
+/* Applies what pts_pkt_skim_batch() skipped with the actions that
+ * pts_win_skim_actions() gave (before the packets it stored, which go to
+ * pts_win_feed_batch()). Returns 0, or -PTS_ERR_INVALID. */
+int pts_win_feed_skipped(struct pts_win_model *m, const struct pts_skim *sum);
+
 /* Bytes [@begin, @end) of the stream were lost: @cause is
  * PTS_GAP_DECODE_ERROR (the packet decoder skipped them) or
  * PTS_GAP_TRUNCATED (ToPA or AUX data missing). Tracing state is unknown

@@ -323,6 +323,36 @@ int pts_pkt_next_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 int pts_pkt_count_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 			uint64_t *counts, int max);
 
+/* What pts_pkt_skim_batch() does with a packet of a kind. */
+enum pts_skim_action {
+	PTS_SKIM_KEEP, /* into the batch */
+	PTS_SKIM_STOP, /* into the batch, which it ends */
+	PTS_SKIM_SKIP  /* only summed up in struct pts_skim */
+};
+
+/* The packets pts_pkt_skim_batch() skipped: how many, and what a model of
+ * the trace needs of them without their order. */
+struct pts_skim {
+	uint64_t packets;
+	uint64_t tnt_packets, tnt_bits; /* TNT-8 and TNT-64: results */
+	uint64_t tips;			/* TIPs */
+	uint64_t last_ip;		/* the IP of the last TIP with one */
+	int has_ip;
+};
+
+/* Decodes as pts_pkt_next_batch() does, but only the packets whose kind has
+ * @actions[kind] KEEP or STOP go into @pkts (@actions has
+ * PTS_PKT_KIND_COUNT entries); SKIP ones are added to @skim (the caller
+ * zeroes it when it has used what it holds), all of them before the first
+ * packet stored by the next call. A STOP packet ends the batch: the caller
+ * can change @actions after it. Returns the number stored, or a condition
+ * as pts_pkt_next_batch() does when none was stored (packets may have been
+ * skipped then too). For models that only need a few kinds one by one
+ * (`ptscope windows`): skipped packets cost what counting costs. */
+int pts_pkt_skim_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
+		       const uint8_t *actions, struct pts_packet *pkts, int max,
+		       struct pts_skim *skim);
+
 /* Marks the end of the stream: no more input will come. */
 void pts_pkt_end(struct pts_pkt_decoder *dec);
 
