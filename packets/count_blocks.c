@@ -277,7 +277,6 @@ static PTS_AVX2 inline void run_at(const struct block *k, unsigned i,
 	}
 }
 
-#define PTS_INLINE inline __attribute__((always_inline))
 
 /* Whether a block at @b can be walked: it and the next one (prepared
  * ahead) are in the view, with the bytes a packet at its end may take, and
@@ -386,11 +385,12 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 /* The walk, inlined with @vbmi and @skimming constant: counting (only
  * @w->counts[kind] += 1 for each packet; the runs are of all one-byte
  * kinds) or skimming (the runs are of the one-byte kinds skipped). */
-static PTS_AVX2 PTS_INLINE int walk(const struct pts_fast_tab *tab,
-				    struct pts_input *in, uint64_t *offp,
-				    uint64_t *lipp, uint8_t *blk,
-				    struct walk_out *w, int max,
-				    const int vbmi, const int skimming)
+static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
+					   struct pts_input *in,
+					   uint64_t *offp, uint64_t *lipp,
+					   uint8_t *blk, struct walk_out *w,
+					   int max, const int vbmi,
+					   const int skimming)
 {
 	const unsigned runs_of =
 		!skimming ? RUNS_ALL
@@ -423,44 +423,44 @@ static PTS_AVX2 PTS_INLINE int walk(const struct pts_fast_tab *tab,
 			unsigned r, n;
 			const uint8_t *q;
 			uint64_t raw;
-			struct pts_packet scratch;
+			struct pts_packet scratch, *pk;
 
 			run_at(k, i, &r, &n, vbmi); /* the run may end the block */
 			q = b + i + r;
 			raw = pts_load_le64(q + 1);
 			runs |= _bzhi_u64(~0ull, r) << i;
-			i += r;
-			if (i >= BLOCK)
-				break;
 			if (!skimming &&
 			    __builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
-				/* counting: the kind is all it needs */
+				/* counting: the kind is all it needs (and the
+				 * block's end gives n = 0) */
 				const struct pts_fast_op *op = tab->ops + q[0];
 
 				lip = ((lip ^ raw) & op->keep) ^ raw;
 				w->counts[(uint8_t)op->hdr]++;
 				got++;
-			} else {
-				struct pts_packet *const pk =
-					skimming ? w->out + got : &scratch;
-
-				if (tnt64_bad(q, raw))
-					n = 0;
-				n = decode_one(tab, q, raw, n, dend,
-					       *offp + (uint64_t)(q - start),
-					       &lip, &bk, pk);
-				if (!n) {
-					stop = 1;
+				i += r + n;
+				if (i >= BLOCK)
 					break;
-				}
-				if (skimming) {
-					stop = skim_one(w, pk, &got);
-				} else {
-					w->counts[pk->kind]++;
-					got++;
-				}
-				stop |= bk;
+				continue;
 			}
+			i += r;
+			if (i >= BLOCK)
+				break;
+			pk = skimming ? w->out + got : &scratch;
+			n = decode_one(tab, q, raw, tnt64_bad(q, raw) ? 0 : n,
+				       dend, *offp + (uint64_t)(q - start), &lip,
+				       &bk, pk);
+			if (!n) {
+				stop = 1;
+				break;
+			}
+			if (skimming) {
+				stop = skim_one(w, pk, &got);
+			} else {
+				w->counts[pk->kind]++;
+				got++;
+			}
+			stop |= bk;
 			i += n;
 			if (stop || i >= BLOCK)
 				break;

@@ -441,11 +441,13 @@ static int pts_dec_skim(const struct pts_skim_ctx *skim,
 /* pts_pkt_next_batch() (@counts and @skim NULL: packets into @pkts),
  * pts_pkt_count_batch() (@counts: a packet only adds 1 to @counts[kind];
  * the slow path decodes into a scratch packet) and pts_pkt_skim_batch()
- * (@skim: packets into @pkts by its actions). */
-static inline int pts_dec_batch(struct pts_pkt_decoder *dec,
-				struct pts_input *in, struct pts_packet *pkts,
-				uint64_t *counts,
-				const struct pts_skim_ctx *skim, int max)
+ * (@skim: packets into @pkts by its actions), each its own copy. */
+static PTS_ALWAYS_INLINE int pts_dec_batch(struct pts_pkt_decoder *dec,
+					   struct pts_input *in,
+					   struct pts_packet *pkts,
+					   uint64_t *counts,
+					   const struct pts_skim_ctx *skim,
+					   int max)
 {
 	struct pts_input none = {NULL, 0, 0};
 	struct pts_packet scratch;

@@ -232,12 +232,6 @@ unsigned pts_fast_rare(const struct pts_fast_tab *tab, const uint8_t *q,
 	return (unsigned)r;
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PTS_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define PTS_ALWAYS_INLINE inline
-#endif
-
 /* Skimming, the packet just decoded into @pk (= out + *got): kept
  * (*@got + 1) or summed up. Returns 1, setting *@stopped, after a STOP
  * packet. */

@@ -11,6 +11,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* For the loops written once and inlined with constant arguments, one
+ * copy per use. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PTS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define PTS_ALWAYS_INLINE inline
+#endif
+
 /* Wire constants (SDM "Intel PT Packet" definitions). */
 enum pts_wire {
 	PTS_OPC_PAD = 0x00,
