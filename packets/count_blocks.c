@@ -14,9 +14,9 @@
  * longer packets get marks and sizes too; they are never read, since the
  * walk only lands on packet starts.
  *
- * The sizes come from the table (by byte permutes with VBMI, by a load per
- * byte without), the CYCs with Exp set from their continuation bytes, the
- * long TNTs from their second byte. What a block cannot size (extended
+ * The sizes come from the table (by byte permutes with VBMI, worked out
+ * from the bytes with AVX2), the CYCs with Exp set from their continuation
+ * bytes, the long TNTs from their second byte. What a block cannot size (extended
  * packets but long TNT, MODE, sext-48 IPs, CYCs over 9 bytes, the SKD007
  * case) goes to pts_fast_rare(); the blocks stop where the table step
  * would: at a packet the slow path must see and after a BBP. The last bytes
@@ -204,10 +204,53 @@ static PTS_AVX2 inline uint64_t odd64(__m256i lo, __m256i hi)
 	return mask64(_mm256_slli_epi16(lo, 7), _mm256_slli_epi16(hi, 7));
 }
 
-/* The block at @p (80 bytes) by AVX2: masks by compares, sizes by a table
- * load per byte (no dependency between them, so they overlap the walk of
- * the block before), then the few CYCs with Exp set and long TNTs one by
- * one, from the masks. */
+/* tab->size[] of 32 bytes, worked out from the bytes (AVX2 has no byte
+ * permute over 256 entries): 1 for TNT-8, PAD and CYC without Exp; for the
+ * IP packets (opcode bits 4:0 01, 0d, 11, 1d) 1 + the payload bytes of
+ * IPBytes (bits 7:5; 0 for sext-48 and the reserved values, left to
+ * pts_fast_rare()); 2 for MTC, 8 for TSC; 0 for the rest. Checked against
+ * the table for every byte by test_decoder_fast. */
+static PTS_AVX2 inline __m256i table_sizes(__m256i v)
+{
+	const __m256i one = _mm256_set1_epi8(1);
+	const __m256i low5 = _mm256_and_si256(v, _mm256_set1_epi8(0x1f));
+	const __m256i ipc = _mm256_and_si256(_mm256_srli_epi16(v, 5),
+					     _mm256_set1_epi8(7));
+	const __m256i ip_size = _mm256_shuffle_epi8(
+		_mm256_setr_epi8(1, 3, 5, 0, 7, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0,
+				 0, 1, 3, 5, 0, 7, 0, 9, 0, 0, 0, 0, 0, 0, 0,
+				 0, 0),
+		ipc);
+	const __m256i is_ip = _mm256_or_si256(
+		_mm256_or_si256(_mm256_cmpeq_epi8(low5, one),
+				_mm256_cmpeq_epi8(low5, _mm256_set1_epi8(0x0d))),
+		_mm256_or_si256(_mm256_cmpeq_epi8(low5, _mm256_set1_epi8(0x11)),
+				_mm256_cmpeq_epi8(low5,
+						  _mm256_set1_epi8(0x1d))));
+	const __m256i ext = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_EXT));
+	const __m256i even =
+		_mm256_cmpeq_epi8(_mm256_and_si256(v, one), _mm256_setzero_si256());
+	const __m256i short_cyc =
+		_mm256_cmpeq_epi8(_mm256_and_si256(v, _mm256_set1_epi8(7)),
+				  _mm256_set1_epi8(3));
+	const __m256i one_byte = _mm256_or_si256(
+		_mm256_andnot_si256(ext, even), short_cyc); /* PAD is even */
+	__m256i size = _mm256_and_si256(is_ip, ip_size);
+
+	size = _mm256_or_si256(size, _mm256_and_si256(one_byte, one));
+	size = _mm256_or_si256(
+		size, _mm256_and_si256(
+			      _mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_MTC)),
+			      _mm256_set1_epi8(2)));
+	return _mm256_or_si256(
+		size,
+		_mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_TSC)),
+				 _mm256_set1_epi8(8)));
+}
+
+/* The block at @p (80 bytes) by AVX2: masks by compares, sizes by
+ * table_sizes() (a table load per byte was 600-640 MB/s, this 770), then
+ * the few CYCs with Exp set and long TNTs one by one, from the masks. */
 static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 				  const struct pts_fast_tab *tab,
 				  unsigned runs_of)
@@ -228,8 +271,9 @@ static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 	k->tnt = ~odd & ~k->pad & ~ext;
 	k->cyc = equal64(lo3, hi3, 3);
 	k->one = one_bytes(k, runs_of);
-	for (unsigned j = 0; j < BLOCK; j++)
-		k->size[j] = tab->size[p[j]];
+	_mm256_storeu_si256((__m256i *)(void *)k->size, table_sizes(lo));
+	_mm256_storeu_si256((__m256i *)(void *)(k->size + 32),
+			    table_sizes(hi));
 	k->size[BLOCK] = 0;
 	for (uint64_t m = cycx; m; m &= m - 1) {
 		const unsigned j = (unsigned)_tzcnt_u64(m);

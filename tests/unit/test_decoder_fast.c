@@ -550,6 +550,21 @@ static void all_streams(void)
 		put_psb(&b);
 	}
 	check("reserved ipc", &b);
+	/* Every byte as a packet's first byte, after runs of every length:
+	 * the blocks size each from the table (by a permute, or by AVX2
+	 * arithmetic that must give the same). */
+	for (int round = 0; round < 2; round++) {
+		b.n = 0;
+		for (unsigned c = 0; c < 256; c++) {
+			put_psb(&b);
+			for (unsigned k = (c + (unsigned)round * 7) % 70; k; k--)
+				put_one_byte(&b);
+			put1(&b, c);
+			put_bytes(&b, 15);
+		}
+		put_psb(&b);
+		check("every first byte", &b);
+	}
 	/* PAD only, and PAD runs across every edge. */
 	b.n = 0;
 	put_psb(&b);
