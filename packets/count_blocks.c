@@ -16,11 +16,11 @@
  *
  * The sizes come from the table (by byte permutes with VBMI, worked out
  * from the bytes with AVX2), the CYCs with Exp set from their continuation
- * bytes, the long TNTs from their second byte. What a block cannot size (extended
- * packets but long TNT, MODE, sext-48 IPs, CYCs over 9 bytes, the SKD007
- * case) goes to pts_fast_rare(); the blocks stop where the table step
- * would: at a packet the slow path must see and after a BBP. The last bytes
- * of a view are left to the table step.
+ * bytes, the long TNTs from their second byte. What a block cannot size
+ * (extended packets but long TNT, MODE, sext-48 IPs, CYCs over 9 bytes,
+ * the SKD007 case) goes to pts_fast_rare(); the blocks stop where the table
+ * step would: at a packet the slow path must see and after a BBP. The last
+ * bytes of a view are left to the table step.
  *
  * Skimming (pts_pkt_skim_batch(), `windows`) walks the same blocks: the
  * runs are made of the one-byte kinds the caller skips and summed up at the
