@@ -1,4 +1,5 @@
-/* Instruction classification: capstone gives the length (and the text);
+/* Instruction classification: capstone gives the length (and the text;
+ * insn_length.c gives the length of common instructions faster);
  * the class and the direct target come from the opcode bytes, which is
  * exact and cheaper than capstone's detail mode. */
 #include "internal.h"
@@ -114,32 +115,6 @@ static void scan_prefixes(const uint8_t *b, size_t len, int mode,
 	p->op = i;
 }
 
-/* Bytes taken by a ModRM byte and what it implies (SIB, displacement). */
-static size_t modrm_len(const uint8_t *m, size_t avail, bool addr16)
-{
-	if (!avail)
-		return 0;
-	unsigned mod = m[0] >> 6, rm = m[0] & 7;
-	if (mod == 3)
-		return 1;
-	if (addr16) {
-		if (mod == 0)
-			return rm == 6 ? 3 : 1;
-		return mod == 1 ? 2 : 3;
-	}
-	size_t n = 1;
-	if (rm == 4) {
-		if (avail < 2)
-			return 0;
-		n++;
-		if (mod == 0 && (m[1] & 7) == 5)
-			return n + 4;
-	}
-	if (mod == 0)
-		return rm == 5 ? n + 4 : n;
-	return mod == 1 ? n + 1 : n + 4;
-}
-
 /* PTWRITE (F3 [REX] 0F AE /4) is unknown to capstone 4: size it here.
  * Returns the size, 0 when @b is not a PTWRITE, or -TRUNCATED. */
 static int ptwrite_size(const uint8_t *b, size_t len, int mode,
@@ -151,7 +126,7 @@ static int ptwrite_size(const uint8_t *b, size_t len, int mode,
 		return 0;
 	bool a67 = memchr(b, 0x67, i) != NULL;
 	bool addr16 = mode == PTS_EXEC_16 ? !a67 : (mode == PTS_EXEC_32 && a67);
-	size_t m = modrm_len(b + i + 2, len - i - 2, addr16);
+	size_t m = pts_modrm_len(b + i + 2, len - i - 2, addr16);
 	if (!m || i + 2 + m > len)
 		return len < MAX_INSN ? -PTS_ERR_TRUNCATED : -PTS_ERR_BAD_INSN;
 	return (int)(i + 2 + m);
@@ -286,6 +261,21 @@ static int classify_bytes(const uint8_t *b, size_t n, const struct prefixes *p,
 	}
 }
 
+/* Capstone's decode of the instruction at @bytes into cls->insn[@mode]
+ * (@mode from handle_for()). Returns its size, 0 when it does not
+ * decode. */
+static int capstone(struct pts_insn_classifier *cls, int mode, uint64_t ip,
+		    const uint8_t *bytes, size_t len)
+{
+	const uint8_t *code = bytes;
+	size_t avail = len;
+	uint64_t addr = ip;
+	if (!cs_disasm_iter(cls->handle[mode], &code, &avail, &addr,
+			    cls->insn[mode]))
+		return 0;
+	return cls->insn[mode]->size;
+}
+
 int pts_insn_classify(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 		      const uint8_t *bytes, size_t len,
 		      struct pts_insn_info *info)
@@ -310,13 +300,14 @@ int pts_insn_classify(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 		info->iclass = PTS_INSN_PTWRITE;
 		return size;
 	}
-	const uint8_t *code = bytes;
-	size_t avail = len;
-	uint64_t addr = ip;
-	if (!cs_disasm_iter(cls->handle[mode], &code, &avail, &addr,
-			    cls->insn[mode]))
+	/* The length: from the bytes when they are common enough, else
+	 * from capstone. */
+	size = pts_insn_length(bytes, len, mode);
+	if (!size)
+		size = capstone(cls, mode, ip, bytes, len);
+	if (!size)
 		return len < MAX_INSN ? -PTS_ERR_TRUNCATED : -PTS_ERR_BAD_INSN;
-	info->size = (uint8_t)cls->insn[mode]->size;
+	info->size = (uint8_t)size;
 
 	size_t disp_at;
 	info->iclass = (uint8_t)classify_bytes(bytes, info->size, &p, &disp_at,
@@ -361,11 +352,7 @@ int pts_insn_disasm(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 	if (info.iclass == PTS_INSN_PTWRITE) {
 		n = snprintf(out, cap, "ptwrite");
 	} else {
-		const uint8_t *code = bytes;
-		size_t avail = len;
-		uint64_t addr = ip;
-		if (!cs_disasm_iter(cls->handle[h], &code, &avail, &addr,
-				    cls->insn[h]))
+		if (!capstone(cls, h, ip, bytes, len))
 			return -PTS_ERR_BAD_INSN;
 		const cs_insn *insn = cls->insn[h];
 		n = snprintf(out, cap, "%s%s%s", insn->mnemonic,

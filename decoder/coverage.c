@@ -22,87 +22,16 @@
  * (pts_cov_edge_hash()), so each run keeps the half of its last address as
  * a source and of its first as a destination: the edge between two runs
  * costs one XOR. */
-#include <ptscope/coverage.h>
+#include "coverage_internal.h"
 
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#define EDGE_BATCH 1024
 #define DEFAULT_CACHE_BYTES ((size_t)64 << 20)
 #define MIN_TABLE 1024
-
-/* run.state */
-enum { RUN_FREE, RUN_BY_ID, RUN_BY_HASH };
-
-/* A classified run. @inner edges start at @first in the pool. */
-struct run {
-	uint64_t key;   /* run id, or the hash of the addresses */
-	uint64_t last;  /* the last instruction */
-	uint32_t first;
-	uint32_t src_half, dst_half; /* edge hash halves of @last, @ip */
-	uint16_t ninner;
-	uint8_t state;  /* RUN_* */
-	uint8_t branch; /* the last instruction is a branch */
-	/* RUN_BY_HASH only: what the hash must match besides. */
-	uint64_t ip, cr3;
-	uint32_t n;
-	uint8_t mode;
-};
-
-struct inner {
-	uint64_t src, dst;
-	uint32_t hash;
-};
-
-/* Distinct edges: open addressing over indexes into @counts. */
-struct uniq {
-	uint32_t *slots; /* index + 1; 0 free */
-	size_t mask;
-	struct pts_cov_count *counts;
-	size_t n, cap;
-};
-
-struct pts_cov {
-	const struct pts_image *img;
-	uint64_t img_gen;
-	struct pts_insn_classifier *cls;
-	uint32_t flags;
-	unsigned n_ranges;
-	uint64_t begin[PTS_COV_MAX_RANGES], end[PTS_COV_MAX_RANGES];
-
-	uint8_t *bitmap;
-	uint32_t bmask;
-
-	/* Run cache. */
-	struct run *runs;
-	size_t rmask, rcount;
-	struct inner *pool;
-	size_t npool, cappool;
-	size_t limit;
-
-	/* Per trace. A window opens with its first instruction, not with
-	 * the enable: tracing that stops before anything ran (a restart
-	 * right after a return to user space, say) leaves no edges. */
-	bool on;      /* an instruction ran since tracing (re)started */
-	bool pending; /* @last is a branch waiting for its destination */
-	uint64_t last; /* last traced instruction (or the FUP address) */
-	uint32_t last_half; /* edge hash half of @last as a source */
-	/* Edges go anywhere but to the bitmap (filter, sink, counts): the
-	 * one test on the fast path. */
-	bool slow_edges;
-
-	struct pts_cov_edge batch[EDGE_BATCH];
-	size_t nbatch;
-	void (*sink)(void *ctx, const struct pts_cov_edge *edges, size_t n);
-	void *sink_ctx;
-
-	struct uniq uniq;
-	struct pts_cov_stats st;
-};
 
 static bool is_pow2(uint64_t v)
 {
@@ -249,28 +178,8 @@ static bool in_ranges(const struct pts_cov *c, uint64_t a)
 	return false;
 }
 
-/* The edge hash half of @a as a source and as a destination:
- * pts_cov_edge_hash(s, d) == src_half(s) ^ dst_half(d) (the hash XORs a
- * term per end, and address 0 makes a zero term). */
-static inline uint32_t src_half(uint64_t a)
-{
-	return pts_cov_edge_hash(a, 0);
-}
-
-static inline uint32_t dst_half(uint64_t a)
-{
-	return pts_cov_edge_hash(0, a);
-}
-
-static inline void bitmap_hit(struct pts_cov *c, uint32_t hash)
-{
-	uint8_t *b = &c->bitmap[hash & c->bmask];
-	*b = (uint8_t)(*b + (*b != 255));
-}
-
-/* An edge that goes anywhere but to the bitmap: filter, sink, counts. */
-static void edge_slow(struct pts_cov *c, uint64_t src, uint64_t dst,
-		      uint32_t hash)
+void pts_cov_edge_slow(struct pts_cov *c, uint64_t src, uint64_t dst,
+		       uint32_t hash)
 {
 	if (c->n_ranges &&
 	    !in_ranges(c, src != PTS_COV_OFF ? src : dst))
@@ -288,19 +197,6 @@ static void edge_slow(struct pts_cov *c, uint64_t src, uint64_t dst,
 							 no memory */
 }
 
-/* The one place an edge goes out. */
-static inline void edge(struct pts_cov *c, uint64_t src, uint64_t dst,
-			uint32_t hash)
-{
-	if (c->slow_edges) {
-		edge_slow(c, src, dst, hash);
-		return;
-	}
-	c->st.edges++;
-	if (c->bitmap)
-		bitmap_hit(c, hash);
-}
-
 static void stop(struct pts_cov *c)
 {
 	if (c->on)
@@ -315,13 +211,6 @@ static inline void resolve(struct pts_cov *c, uint64_t ip)
 	if (c->pending)
 		edge(c, c->last, ip, c->last_half ^ dst_half(ip));
 	c->pending = false;
-}
-
-/* @ip is now the last traced instruction. */
-static inline void set_last(struct pts_cov *c, uint64_t ip)
-{
-	c->last = ip;
-	c->last_half = src_half(ip);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -376,22 +265,6 @@ static int cache_grow(struct pts_cov *c)
 	c->runs = t;
 	c->rmask = nsize - 1;
 	return 0;
-}
-
-static bool is_branch(int iclass)
-{
-	switch (iclass) {
-	case PTS_INSN_JCC:
-	case PTS_INSN_JMP:
-	case PTS_INSN_CALL:
-	case PTS_INSN_JMP_IND:
-	case PTS_INSN_CALL_IND:
-	case PTS_INSN_RET:
-	case PTS_INSN_FAR:
-		return true;
-	default:
-		return false;
-	}
 }
 
 static int pool_add(struct pts_cov *c, uint64_t src, uint64_t dst)

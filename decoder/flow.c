@@ -23,6 +23,9 @@ static void trace_state_init(struct pts_flow *f)
 	memset(f->retstack, 0, sizeof(f->retstack));
 	memset(f->retlink, 0, sizeof(f->retlink));
 	f->rs_top = f->rs_len = 0;
+	memset(f->hint_ip, 0, sizeof(f->hint_ip));
+	memset(f->hint_link, 0, sizeof(f->hint_link));
+	f->hint_top = 0;
 	f->idle = 0;
 	f->psb_was_enabled = f->psb_have_fup = false;
 	f->psb_ip = 0;
@@ -210,10 +213,16 @@ static inline struct pts_flow_rec *out_rec(struct pts_flow *f)
 				     : pts_flow_emit(f, PTS_FLOW_INSNS);
 }
 
-/* Hands out instructions [@from, @from + @n) of @b by pointer. */
+/* Hands out instructions [@from, @from + @n) of @b by pointer, or to the
+ * coverage sink that walks with the walker (pts_cov_decode()). */
 static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 			   uint32_t from, uint32_t n)
 {
+	if (f->cov) {
+		pts_cov_deliver(f, b, from, n);
+		f->stats.insns += n;
+		return;
+	}
 	*out_rec(f) = (struct pts_flow_rec){
 		.offset = f->offset,
 		.ip = from ? b->ips[from] : b->ip,
@@ -252,6 +261,9 @@ static void push_ret(struct pts_flow *f, uint64_t ip, struct pts_block **link)
 	f->rs_top = (f->rs_top + 1) % RETSTACK_SIZE;
 	f->retstack[f->rs_top] = ip;
 	f->retlink[f->rs_top] = link;
+	f->hint_top = (f->hint_top + 1) % RETSTACK_SIZE;
+	f->hint_ip[f->hint_top] = ip;
+	f->hint_link[f->hint_top] = link;
 	if (f->rs_len < RETSTACK_SIZE)
 		f->rs_len++; /* else the oldest entry is overwritten */
 }
@@ -272,13 +284,6 @@ static void push_calls(struct pts_flow *f, struct pts_block *b)
 		if (b->segs[k] & PTS_SEG_PUSH)
 			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
 	}
-}
-
-/* The address of the last instruction of @b (not in its hot line: for
- * the slow paths). */
-static inline uint64_t last_ip(const struct pts_block *b)
-{
-	return b->ips[b->n - 1];
 }
 
 static int take_tnt(struct pts_flow *f)
@@ -508,6 +513,14 @@ static void compressed_ret(struct pts_flow *f, uint64_t ip)
 		f->ip &= 0xffffffff;
 }
 
+/* Pops the hint stack (any return); returns the index popped. */
+static unsigned pop_hint(struct pts_flow *f)
+{
+	unsigned t = f->hint_top;
+	f->hint_top = (t + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
+	return t;
+}
+
 /* Resolves the last instruction of @b (already delivered) and points
  * f->link at the link of @b that may know the next block. */
 static void resolve(struct pts_flow *f, struct pts_block *b)
@@ -517,14 +530,14 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	int bit;
 	if (b->last_class == PTS_INSN_JCC) {
 		/* The hot case: a pending bit, no look at the instruction. */
-		bit = f->tnt_count ? take_tnt(f) : need_tnt(f, last_ip(b));
+		bit = f->tnt_count ? take_tnt(f) : need_tnt(f, b->last_ip);
 		if (bit >= 0) {
 			f->ip = bit ? b->target : next;
 			f->link = &b->succ[bit];
 		}
 		return;
 	}
-	ip = last_ip(b);
+	ip = b->last_ip;
 	switch (b->last_class) {
 	case PTS_INSN_CALL:
 		if (!(b->last_flags & PTS_INSN_F_CALL0))
@@ -544,6 +557,7 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 				load_tnt(f);
 		}
 		if (f->tnt_count) {
+			pop_hint(f);
 			compressed_ret(f, ip);
 			return;
 		}
@@ -568,7 +582,11 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	}
 	/* Indirect: the target comes with a TIP. */
 	f->link = &b->ind;
-	need_tip(f, ip, resume);
+	if (need_tip(f, ip, resume) && b->last_class == PTS_INSN_RET) {
+		unsigned t = pop_hint(f);
+		if (f->hint_ip[t] == f->ip && f->hint_link[t])
+			f->link = f->hint_link[t];
+	}
 }
 
 /* The IP an event at the head waits for (async FUP, TSX, EXSTOP), when the
@@ -885,6 +903,24 @@ static void step(struct pts_flow *f)
 	}
 }
 
+/* Empties the block cache when it is full or the image changed; only
+ * where no record handed out refers to it. */
+static void flush_if_due(struct pts_flow *f)
+{
+	uint64_t gen = pts_image_generation(f->img);
+	if (gen == f->img_gen && !f->cache_full)
+		return;
+	pts_block_cache_flush(f->cache);
+	f->stats.cache_flushes++;
+	f->img_gen = gen;
+	f->link = NULL;
+	/* Return links and the IP table point into the cache too. */
+	memset(f->retlink, 0, sizeof(f->retlink));
+	memset(f->hint_link, 0, sizeof(f->hint_link));
+	memset(f->ipmap, 0, sizeof(f->ipmap));
+	f->cache_full = false;
+}
+
 int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
 		  struct pts_flow_rec *recs, int max)
 {
@@ -892,20 +928,8 @@ int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
 		return -PTS_ERR_INVALID;
 	struct pts_flow *f = flow;
 	/* Safe point: nothing handed out refers to the cache any more. */
-	if (!f->pend_len) {
-		uint64_t gen = pts_image_generation(f->img);
-		if (gen != f->img_gen || f->cache_full) {
-			pts_block_cache_flush(f->cache);
-			f->stats.cache_flushes++;
-			f->img_gen = gen;
-			f->link = NULL;
-			/* Return links and the IP table point into the
-			 * cache too. */
-			memset(f->retlink, 0, sizeof(f->retlink));
-			memset(f->ipmap, 0, sizeof(f->ipmap));
-			f->cache_full = false;
-		}
-	}
+	if (!f->pend_len)
+		flush_if_due(f);
 	int n = 0;
 	while (f->pend_len && n < max) {
 		recs[n++] = f->pend[f->pend_head];
@@ -928,7 +952,9 @@ int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
 			if (again < 0 && f->qlen < LOOKAHEAD && !f->pkt_eos)
 				break;
 		}
-		if (f->cache_full && f->out_n)
+		if (f->cache_full && f->cov)
+			flush_if_due(f); /* no record refers to the cache */
+		else if (f->cache_full && f->out_n)
 			break; /* flush first, at the next call */
 		step(f);
 	}

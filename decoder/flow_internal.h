@@ -67,6 +67,14 @@ struct pts_flow {
 	/* Per return address: the link that remembers its block, or NULL. */
 	struct pts_block **retlink[RETSTACK_SIZE];
 	unsigned rs_top, rs_len;
+	/* Return addresses again, popped by every return, compressed or
+	 * not: an uncompressed return's TIP target is usually the top one,
+	 * whose link then finds its block without a table lookup (the
+	 * return stack above is libipt's and only compressed returns pop
+	 * it). A hint: stale entries just do not match. */
+	uint64_t hint_ip[RETSTACK_SIZE];
+	struct pts_block **hint_link[RETSTACK_SIZE];
+	unsigned hint_top;
 	uint64_t idle;     /* blocks since the last packet was consumed */
 	uint32_t idle_limit;
 
@@ -87,6 +95,10 @@ struct pts_flow {
 	bool cache_full;
 	/* Blocks by IP, a hint as the links are; emptied with the cache. */
 	struct pts_block *ipmap[1u << IPMAP_BITS];
+
+	/* The coverage sink the walk goes to instead of records, during
+	 * pts_cov_decode() (NULL otherwise). */
+	struct pts_cov *cov;
 
 	struct pts_flow_stats stats;
 };
@@ -145,5 +157,9 @@ void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 		     uint64_t ip, uint8_t flags);
 
+/* cov_walk.c: instructions [@from, @from + @n) of @b go to f->cov, after
+ * the records emitted before them. */
+void pts_cov_deliver(struct pts_flow *f, const struct pts_block *b,
+		     uint32_t from, uint32_t n);
 
 #endif

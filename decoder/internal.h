@@ -93,8 +93,9 @@ struct pts_block {
 	uint8_t last_class;        /* enum pts_iclass of ips[n - 1] */
 	uint8_t last_flags;        /* PTS_INSN_F_* of ips[n - 1] */
 	uint8_t npush;             /* segments that push */
-	/* Cold: building, careful walks. */
+	/* Cold: building, careful walks, records. */
 	uint64_t id;               /* run id base (pts_run_id_new()) */
+	uint64_t last_ip;          /* ips[n - 1] */
 	uint8_t *sizes;
 	struct pts_block *hnext;   /* hash chain */
 	uint16_t *segs;            /* @nsegs followed branches, in order */
@@ -135,6 +136,16 @@ bool pts_block_cache_full(const struct pts_block_cache *cache);
 void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size);
 /* Number of blocks built with the classifier since creation. */
 uint64_t pts_block_cache_built(const struct pts_block_cache *cache);
+
+/* Bytes taken by the ModRM byte at @m (@avail bytes there) with its SIB
+ * and displacement; 0 when @avail is too short to tell. */
+size_t pts_modrm_len(const uint8_t *m, size_t avail, bool addr16);
+
+/* The length of the instruction at @b (@len bytes there, prefixes
+ * included) when it is one of the common ones insn_length.c knows in
+ * @mode; 0 otherwise (capstone decides). Never a length capstone would
+ * not give. */
+int pts_insn_length(const uint8_t *b, size_t len, int mode);
 
 /* Whether the instruction bytes @b start with VMLAUNCH or VMRESUME
  * (classify.c; for erratum SKD022). */

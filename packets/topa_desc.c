@@ -252,7 +252,7 @@ static int parse_line(struct desc *d)
 	static const char *const wraps[] = {"detect", "no", "yes"};
 	const struct token *k = &d->tok[0];
 	uint64_t v;
-	unsigned w;
+	unsigned w = 0;
 	int err;
 	if (tok_is(k, "entry"))
 		return parse_entry(d);

@@ -177,7 +177,7 @@ static int walk_tables(struct pts_topa *t, struct walk *w)
 	uint64_t from_table = 0; /* the END that led here, for messages */
 	uint32_t from_idx = 0;
 	for (uint32_t idx = 0;;) {
-		uint64_t e;
+		uint64_t e = 0;
 		int err;
 		if (idx > PTS_TOPA_MAX_INDEX)
 			return pts_topa_fail(t, PTS_ERR_BAD_FORMAT,
@@ -243,7 +243,7 @@ static int locate_topa(struct pts_topa *t, const struct walk *w, uint32_t *k,
 	/* The pointers may rest on an END entry until the next byte comes:
 	 * that is the start of the table it points to. */
 	uint32_t pos;
-	uint64_t e;
+	uint64_t e = 0;
 	if (visit_find(w, base, &pos) && read_entry(t, base, idx, &e) == 0 &&
 	    (e & PTS_TOPA_END) && idx > 0 && *off == 0 &&
 	    visit_find(w, e & phys_limit_mask(t) & ~UINT64_C(0xfff), &pos) &&

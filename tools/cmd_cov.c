@@ -82,17 +82,13 @@ static void print_edges(void *ctx, const struct pts_cov_edge *e, size_t n)
 	}
 }
 
-static int feed(void *ctx, const struct pts_flow_rec *recs, int n)
+/* The walker hands its blocks straight to the coverage sink: no records
+ * (pts_cov_decode()). */
+static int decode(void *ctx, struct pts_flow *flow, struct pts_input *chunk)
 {
 	struct cov_cli *c = ctx;
-	for (int i = 0; i < n; i++)
-		c->errors += recs[i].kind == PTS_FLOW_ERROR;
-	int err = pts_cov_feed(c->cov, recs, n);
-	if (err < 0) {
-		pts_cli_error(cmd, "%s", pts_strerror(err));
-		return 1;
-	}
-	return 0;
+	int r = pts_cov_decode(c->cov, flow, chunk);
+	return r == 0 ? 1 : r; /* 0 would stop pts_flow_drive() */
 }
 
 static void print_unique(struct cov_cli *c)
@@ -158,9 +154,10 @@ static int run(struct cov_cli *c, struct pts_image *img,
 		return PTS_EXIT_USAGE;
 	}
 	pts_cov_set_sink(c->cov, print_edges, c);
-	int status = pts_flow_run(cmd, flow, in, feed, c);
-	if (status == 1)
-		status = PTS_EXIT_USAGE;
+	int status = pts_flow_drive(cmd, flow, in, decode, c);
+	struct pts_flow_stats fs;
+	pts_flow_get_stats(flow, &fs);
+	c->errors = fs.errors;
 	pts_cov_end(c->cov);
 	if (c->cfg.flags & PTS_COV_UNIQUE)
 		print_unique(c);

@@ -159,47 +159,70 @@ int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 	}
 }
 
-int pts_flow_run(const char *cmd, struct pts_flow *flow,
-		 struct pts_trace_input *in,
-		 int (*batch)(void *ctx, const struct pts_flow_rec *recs,
-			      int n),
-		 void *ctx)
+int pts_flow_drive(const char *cmd, struct pts_flow *flow,
+		   struct pts_trace_input *in,
+		   int (*decode)(void *ctx, struct pts_flow *flow,
+				 struct pts_input *chunk),
+		   void *ctx)
 {
-	enum { MAX = 512 };
-	struct pts_flow_rec *recs = malloc(MAX * sizeof(*recs));
-	if (!recs) {
-		pts_cli_error(cmd, "out of memory");
-		return PTS_EXIT_USAGE;
-	}
 	struct pts_input chunk = {NULL, 0, 0};
-	int status = 0, ended = 0;
+	int ended = 0;
 	for (;;) {
-		int n = pts_flow_next(flow, &chunk, recs, MAX);
-		if (n > 0) {
-			if (batch(ctx, recs, n)) {
-				status = 1;
-				break;
-			}
+		int n = decode(ctx, flow, &chunk);
+		if (n > 0)
 			continue;
-		}
+		if (n == 0)
+			return 1;
 		if (n == -PTS_ERR_EOS)
-			break;
+			return 0;
 		if (n != -PTS_ERR_AGAIN || ended) {
 			pts_cli_error(cmd, "%s", pts_strerror(n));
-			status = PTS_EXIT_USAGE;
-			break;
+			return PTS_EXIT_USAGE;
 		}
 		int r = pts_trace_input_next(in, &chunk);
 		if (r < 0) {
 			pts_cli_error(cmd, "read error: %s", pts_strerror(r));
-			status = PTS_EXIT_USAGE;
-			break;
+			return PTS_EXIT_USAGE;
 		}
 		if (r == 0) {
 			pts_flow_end(flow); /* then EOS once all is out */
 			ended = 1;
 		}
 	}
-	free(recs);
+}
+
+/* pts_flow_run()'s decode step: records, then @batch on them. */
+struct batch_step {
+	struct pts_flow_rec *recs;
+	int (*batch)(void *ctx, const struct pts_flow_rec *recs, int n);
+	void *ctx;
+};
+
+enum { BATCH_RECS = 512 };
+
+static int batch_step(void *ctx, struct pts_flow *flow,
+		      struct pts_input *chunk)
+{
+	struct batch_step *b = ctx;
+	int n = pts_flow_next(flow, chunk, b->recs, BATCH_RECS);
+	if (n > 0 && b->batch(b->ctx, b->recs, n))
+		return 0;
+	return n;
+}
+
+int pts_flow_run(const char *cmd, struct pts_flow *flow,
+		 struct pts_trace_input *in,
+		 int (*batch)(void *ctx, const struct pts_flow_rec *recs,
+			      int n),
+		 void *ctx)
+{
+	struct batch_step b = {malloc(BATCH_RECS * sizeof(*b.recs)), batch,
+			       ctx};
+	if (!b.recs) {
+		pts_cli_error(cmd, "out of memory");
+		return PTS_EXIT_USAGE;
+	}
+	int status = pts_flow_drive(cmd, flow, in, batch_step, &b);
+	free(b.recs);
 	return status;
 }

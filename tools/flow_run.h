@@ -74,4 +74,14 @@ int pts_flow_run(const char *cmd, struct pts_flow *flow,
 			      int n),
 		 void *ctx);
 
+/* The input loop of pts_flow_run() around @decode, which decodes what
+ * @chunk holds with @flow and returns as pts_flow_next() does (> 0: call
+ * again; -PTS_ERR_AGAIN: the next chunk; -PTS_ERR_EOS: done) or 0 to stop
+ * the decode (then this returns 1). Same returns as pts_flow_run(). */
+int pts_flow_drive(const char *cmd, struct pts_flow *flow,
+		   struct pts_trace_input *in,
+		   int (*decode)(void *ctx, struct pts_flow *flow,
+				 struct pts_input *chunk),
+		   void *ctx);
+
 #endif /* PTS_TOOLS_FLOW_RUN_H */

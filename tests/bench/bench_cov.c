@@ -1,10 +1,12 @@
 /* Coverage speed (issue #7): the edge bitmap of a synthesized walk built by
  * ptscope (flow walker + coverage sink) and by libipt's block decoder
  * (pt_blk_next, one edge per block ending in a branch), in one run, on the
- * case libxdc supports: no return compression, no timing packets. Then
- * the fuzzing pattern: the same trace decoded again and again through one
- * walker (pts_flow_reset() between traces: its block cache stays) and one
- * coverage sink (its run cache stays), per-run times printed.
+ * case libxdc supports: no return compression, no timing packets. ptscope
+ * decodes with pts_cov_decode() (the walker hands its blocks to the sink)
+ * and, for comparison, with pts_flow_next() records fed to pts_cov_feed().
+ * Then the fuzzing pattern: the same trace decoded again and again through
+ * one walker (pts_flow_reset() between traces: its block cache stays) and
+ * one coverage sink, per-run times printed.
  *
  * Not a test: prints figures, never asserts a time. Exit status 1 only
  * when the two bitmaps differ. Times are the thread's CPU time.
@@ -21,6 +23,7 @@
 #include <fcntl.h>
 #include <intel-pt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +49,10 @@ struct trace {
 };
 
 /* One decode of @t through @cov (bitmap only) with the walker *@f (made
- * on the first run, reset on the others). Returns CPU seconds. */
+ * on the first run, reset on the others): straight into the sink
+ * (@direct), or through records. Returns CPU seconds. */
 static double run_ptscope(const struct trace *t, struct pts_cov *cov,
-			  struct pts_flow **fp, uint64_t *insns)
+			  struct pts_flow **fp, bool direct, uint64_t *insns)
 {
 	static struct pts_flow_rec recs[1024];
 	double t0 = cpu_now();
@@ -62,9 +66,13 @@ static double run_ptscope(const struct trace *t, struct pts_cov *cov,
 	struct pts_flow *f = *fp;
 	struct pts_input in = {t->data, t->size, 0};
 	pts_flow_end(f);
-	int n;
-	while ((n = pts_flow_next(f, &in, recs, 1024)) > 0)
-		pts_cov_feed(cov, recs, n);
+	if (direct) {
+		pts_cov_decode(cov, f, &in);
+	} else {
+		int n;
+		while ((n = pts_flow_next(f, &in, recs, 1024)) > 0)
+			pts_cov_feed(cov, recs, n);
+	}
 	pts_cov_end(cov);
 	struct pts_flow_stats st;
 	pts_flow_get_stats(f, &st);
@@ -186,19 +194,25 @@ int main(int argc, char **argv)
 	printf("trace: synth --walk %s --insns %s --no-retcomp: %zu bytes\n",
 	       elf, insns, t.size);
 
-	struct pts_cov *cov = NULL;
+	struct pts_cov *cov = NULL, *rcov = NULL;
 	struct pts_cov_config cc = {0};
 	cc.bitmap_size = BITMAP_SIZE;
-	if (pts_cov_new(&cc, t.img, &cov) < 0)
+	if (pts_cov_new(&cc, t.img, &cov) < 0 ||
+	    pts_cov_new(&cc, t.img, &rcov) < 0)
 		return 1;
-	uint64_t n_ours = 0, n_blk = 0;
+	uint64_t n_ours = 0, n_blk = 0, n_rec = 0;
 	uint8_t *blk_bitmap = calloc(BITMAP_SIZE, 1);
-	struct pts_flow *flow = NULL;
-	double ours = run_ptscope(&t, cov, &flow, &n_ours);
+	struct pts_flow *flow = NULL, *rflow = NULL;
+	double ours = run_ptscope(&t, cov, &flow, true, &n_ours);
+	double rec = run_ptscope(&t, rcov, &rflow, false, &n_rec);
 	double blk = run_blk(&t, blk_bitmap, &n_blk);
-	size_t size;
+	size_t size, rsize;
 	const uint8_t *bm = pts_cov_bitmap(cov, &size);
-	int same = size == BITMAP_SIZE && !memcmp(bm, blk_bitmap, size);
+	const uint8_t *rbm = pts_cov_bitmap(rcov, &rsize);
+	int same = size == BITMAP_SIZE && !memcmp(bm, blk_bitmap, size) &&
+		   rsize == size && !memcmp(rbm, bm, size);
+	pts_flow_free(rflow);
+	pts_cov_free(rcov);
 	printf("libipt pt_blk   %11" PRIu64 " insns  cpu %7.3f s  %8.1f M "
 	       "insns/s %7.1f MB/s\n",
 	       n_blk, blk, (double)n_blk / blk / 1e6,
@@ -207,22 +221,24 @@ int main(int argc, char **argv)
 	       "insns/s %7.1f MB/s\n",
 	       n_ours, ours, (double)n_ours / ours / 1e6,
 	       (double)t.size / ours / 1e6);
-	printf("ptscope cov vs pt_blk: x%.1f (target x30); bitmaps %s\n",
+	printf("  (records)     %11" PRIu64 " insns  cpu %7.3f s  %8.1f M "
+	       "insns/s %7.1f MB/s  (pts_flow_next + pts_cov_feed)\n",
+	       n_rec, rec, (double)n_rec / rec / 1e6,
+	       (double)t.size / rec / 1e6);
+	printf("ptscope cov vs pt_blk: x%.1f (target x30); bitmaps (ptscope "
+	       "both ways, pt_blk) %s\n",
 	       blk / ours, same ? "agree" : "DIFFER");
 
 	/* The fuzzing pattern: the same input again through the same sink. */
 	for (int i = 0; i < repeats; i++) {
-		struct pts_cov_stats st;
 		struct pts_flow_stats fst;
 		pts_cov_clear(cov);
-		double dt = run_ptscope(&t, cov, &flow, &n_ours);
-		pts_cov_get_stats(cov, &st);
+		double dt = run_ptscope(&t, cov, &flow, true, &n_ours);
 		pts_flow_get_stats(flow, &fst);
 		printf("repeat %d: cpu %7.3f s  %8.1f M insns/s  x%.1f pt_blk "
-		       "(blocks built so far %" PRIu64 ", runs classified %"
-		       PRIu64 ")\n",
+		       "(blocks built so far %" PRIu64 ")\n",
 		       i + 1, dt, (double)n_ours / dt / 1e6, blk / dt,
-		       fst.blocks_built, st.runs_built);
+		       fst.blocks_built);
 	}
 	pts_flow_free(flow);
 	pts_cov_free(cov);

@@ -260,7 +260,7 @@ static int fake_open(void *ctx, const char *path, const uint8_t **data,
 /* Parses @text and linearizes; returns the first error (0 for none). */
 static int run_desc(const char *text, struct pts_topa **out)
 {
-	struct pts_topa *t;
+	struct pts_topa *t = NULL;
 	if (pts_topa_new(&t) < 0)
 		return -PTS_ERR_NOMEM;
 	pts_topa_set_opener(t, fake_open, NULL);
@@ -370,7 +370,7 @@ static void test_bad_inputs(void)
 {
 	for (size_t i = 0; i < sizeof(bad_inputs) / sizeof(bad_inputs[0]);
 	     i++) {
-		struct pts_topa *t;
+		struct pts_topa *t = NULL;
 		int err = run_desc(bad_inputs[i].text, &t);
 		const char *msg = pts_topa_errmsg(t);
 		if (err != -bad_inputs[i].err ||

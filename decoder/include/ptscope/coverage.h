@@ -32,7 +32,8 @@
  * one; the caches stay. Feed it from one walker reset between traces
  * (pts_flow_reset()) and the run ids stay the same too: nothing is
  * classified again. Records without a run id (0) are keyed by a hash of
- * their addresses.
+ * their addresses. Faster still, pts_cov_decode() runs the walker with the
+ * sink attached: no records, no run cache, the same edges.
  *
  * Return convention as in packets.h: int >= 0 success, < 0 -PTS_ERR_*.
  */
@@ -115,6 +116,23 @@ void pts_cov_set_sink(struct pts_cov *cov,
  * cache cannot grow (the edges of that run are lost). */
 int pts_cov_feed(struct pts_cov *cov, const struct pts_flow_rec *recs,
 		 int n);
+
+/* Decodes the trace bytes in @in with the walker @flow straight into @cov:
+ * the edges, bitmap and counts are those of feeding every record
+ * pts_flow_next() would give to pts_cov_feed(), but the walker hands its
+ * blocks to the sink as it walks them, with no instruction records and
+ * no run lookups (the fast way for fuzzers). Call it like pts_flow_next():
+ * chunk after chunk, pts_flow_end() for the last; pts_flow_reset() between
+ * traces keeps the walker's block cache; pts_cov_end() after each trace.
+ * Runs are counted in pts_cov_stats.runs; nothing is classified, so
+ * runs_built does not grow.
+ * Returns -PTS_ERR_AGAIN when @in is used up (feed the next chunk),
+ *   -PTS_ERR_EOS after pts_flow_end() once the trace is decoded,
+ *   -PTS_ERR_INVALID for a NULL @cov or @flow, -PTS_ERR_NOMEM as
+ *   pts_flow_next(). Trace errors are not returned: they stop tracing as
+ *   far as edges go, as their records do in pts_cov_feed(). */
+int pts_cov_decode(struct pts_cov *cov, struct pts_flow *flow,
+		   struct pts_input *in);
 
 /* Ends the current trace: the stop edge if tracing is still on, the last
  * edges to the sink. The next record fed starts a new trace; bitmap and
