@@ -343,12 +343,15 @@ struct pts_skim {
 /* Decodes as pts_pkt_next_batch() does, but only the packets whose kind has
  * @actions[kind] KEEP or STOP go into @pkts (@actions has
  * PTS_PKT_KIND_COUNT entries); SKIP ones are added to @skim (the caller
- * zeroes it when it has used what it holds), all of them before the first
- * packet stored by the next call. A STOP packet ends the batch: the caller
- * can change @actions after it. Returns the number stored, or a condition
- * as pts_pkt_next_batch() does when none was stored (packets may have been
- * skipped then too). For models that only need a few kinds one by one
- * (`ptscope windows`): skipped packets cost what counting costs. */
+ * zeroes it when it has used what it holds). The sum mixes the packets
+ * skipped before, between and after the stored ones of the call, but none
+ * comes after a STOP packet, a condition, or a packet the next call stores.
+ * A STOP packet ends the batch: the caller can change @actions after it.
+ * Returns the number stored, or a condition as pts_pkt_next_batch() does
+ * when none was stored (packets may have been skipped then too). For
+ * models that need only a few kinds one by one (`ptscope windows`): the
+ * others are not stored, and runs of one-byte ones are crossed as in
+ * counting. */
 int pts_pkt_skim_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 		       const uint8_t *actions, struct pts_packet *pkts, int max,
 		       struct pts_skim *skim);
