@@ -180,13 +180,14 @@ static void next_chunk(const struct setup *s, struct pts_pkt_decoder *dec,
 
 /* Decodes the trace (whole, or in the chunks the seed chooses) with
  * pts_pkt_count_batch, or (@mixed) with it and pts_pkt_next_batch chosen
- * call by call, batch sizes at random: each count must be the kinds of the
+ * call by call, batch sizes at random up to 128 (so that the 64-byte
+ * counting blocks run too): each count must be the kinds of the
  * packets @want has next, each packet and condition @want's next. So the
  * counting path leaves the decoder exactly as decoding would. */
 static void check_counting(const struct setup *s, int chunked, int mixed,
 			   const struct events *want)
 {
-	static struct pts_packet pkts[64];
+	static struct pts_packet pkts[128];
 	struct pts_chunker chunker = {.max = s->max_chunk};
 	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&s->config);
 	struct pts_input in = {s->trace, 0, 0};
@@ -200,7 +201,7 @@ static void check_counting(const struct setup *s, int chunked, int mixed,
 	for (size_t guard = 0; guard <= 3 * s->len + 8; guard++) {
 		uint64_t counts[PTS_PKT_KIND_COUNT] = {0};
 		const int counting = !mixed || pts_rng_bits(&pick, 1);
-		const int max = 1 + (int)pts_rng_below(&pick, 64);
+		const int max = 1 + (int)pts_rng_below(&pick, 128);
 		int r = counting ? pts_pkt_count_batch(dec, &in, counts, max)
 				 : pts_pkt_next_batch(dec, &in, pkts, max);
 
