@@ -21,7 +21,7 @@
  * covers both the input and the batch. Earlier attempts, looking the sizes
  * up ahead for a block of bytes and crossing runs of one-byte packets found
  * by an SSE2 mask, were slower too when every packet is stored; so was
- * walking the 64-byte blocks of count_blocks.c (sized one block ahead) and
+ * walking the 64-byte blocks of decoder_blocks.c (sized one block ahead) and
  * storing each packet: 386 MB/s against 420 for this loop, which is bound
  * by its instructions and stores there. Counting (pts_fast_count()) stores
  * none, and there those blocks are 2.5 times as fast.
@@ -93,7 +93,7 @@ static void pts_fast_table(struct pts_fast_op *ops, uint8_t *sizes)
 			op->mask = 0xffffffffffffffull;
 		} else if ((b & 7) == 7) {
 			/* A longer CYC: size 0, but the kind for the counting
-			 * blocks (count_blocks.c), which size it themselves,
+			 * blocks (decoder_blocks.c), which size it themselves,
 			 * as they do long TNTs. */
 			kind = PTS_PKT_CYC;
 		} else if (b == PTS_OPC_EXT) {
@@ -359,7 +359,7 @@ int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
 		   uint64_t *off, uint64_t *lip, uint8_t *blk,
 		   uint64_t *counts, int max)
 {
-	/* 64-byte blocks first (count_blocks.c), the table step for what
+	/* 64-byte blocks first (decoder_blocks.c), the table step for what
 	 * they leave: the view's last bytes, a batch nearly full. */
 	int got = pts_fast_count_blocks(tab, in, off, lip, blk, counts, max);
 

@@ -190,7 +190,7 @@ struct pts_fast_tab {
 	 * on one load without index scaling. */
 	uint8_t size[256];
 	uint8_t skd007; /* SKD007 applies: 2-byte CYCs ending in 02 */
-	uint8_t blocks; /* enum pts_blocks: how count_blocks.c runs here */
+	uint8_t blocks; /* enum pts_blocks: how decoder_blocks.c runs here */
 };
 
 void pts_fast_init(struct pts_fast_tab *tab, int skd007);
@@ -258,7 +258,7 @@ int pts_fast_skim(const struct pts_fast_tab *tab, struct pts_input *in,
 		  struct pts_packet *out, int max,
 		  const struct pts_skim_ctx *skim, int *stop);
 
-/* count_blocks.c: how this CPU runs pts_fast_count_blocks() (with AVX2,
+/* decoder_blocks.c: how this CPU runs pts_fast_count_blocks() (with AVX2,
  * with AVX-512 VBMI too, or not at all; never above pts_fast_blocks_cap,
  * which tests lower to run every way on one CPU, before making decoders),
  * and pts_fast_count() 64 bytes at a time while two blocks and

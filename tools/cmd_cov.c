@@ -87,8 +87,7 @@ static void print_edges(void *ctx, const struct pts_cov_edge *e, size_t n)
 static int decode(void *ctx, struct pts_flow *flow, struct pts_input *chunk)
 {
 	struct cov_cli *c = ctx;
-	int r = pts_cov_decode(c->cov, flow, chunk);
-	return r == 0 ? 1 : r; /* 0 would stop pts_flow_drive() */
+	return pts_cov_decode(c->cov, flow, chunk); /* never >= 0 */
 }
 
 static void print_unique(struct cov_cli *c)

@@ -636,21 +636,19 @@ int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 		 * are summed up, not stored: faster while records are rare
 		 * (SKIM_MIN). Without skim actions (in PSB+...), a few
 		 * packets at a time: the model soon has actions again. */
-		const int thick = w->skimmed < SKIM_MIN;
-		const uint8_t *skim = w->ev || thick
-					      ? NULL
-					      : pts_win_skim_actions(w->model);
+		const int plain = w->ev || w->plain_next;
+		const uint8_t *skim =
+			plain ? NULL : pts_win_skim_actions(w->model);
 		const uint64_t at = pts_pkt_offset(dec);
 		struct pts_skim sum = {0};
 		const int n = skim ? pts_pkt_skim_batch(dec, in, skim, pkts,
 							BATCH, &sum)
 				   : pts_pkt_next_batch(dec, in, pkts,
-							w->ev || thick
-								? BATCH
-								: UNSKIMMED);
+							plain ? BATCH
+							      : UNSKIMMED);
 
-		/* after a plain batch, try skimming again */
-		w->skimmed = skim ? pts_pkt_offset(dec) - at : SKIM_MIN;
+		/* one plain batch after a short skim, then skim again */
+		w->plain_next = skim && pts_pkt_offset(dec) - at < SKIM_MIN;
 
 		if (sum.packets && pts_win_feed_skipped(w->model, &sum) < 0) {
 			w->failed = 1;

@@ -35,10 +35,10 @@ struct pts_winrep {
 	struct pts_winev *ev;         /* not owned; NULL: packets only */
 	unsigned stuck;
 	int failed; /* the model reported an internal error */
-	/* Stream bytes the last pts_pkt_skim_batch() call went over: when
-	 * they are few, records come thick (enclave gaps every few packets)
-	 * and plain batches are cheaper for a while. */
-	uint64_t skimmed;
+	/* The last pts_pkt_skim_batch() call went over few bytes: records
+	 * come thick (enclave gaps every few packets), and a plain batch is
+	 * cheaper next. */
+	int plain_next;
 };
 
 /* Starts a report of one stream traced with @cfg into @out. Returns 0 or

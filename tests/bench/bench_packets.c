@@ -255,7 +255,7 @@ static void memory_runs(const char *ptscope, uint8_t *buf, size_t len)
 }
 
 /* pts_pkt_count_batch by each way of counting below the best this CPU
- * runs (count_blocks.c): what CPUs without AVX-512 VBMI, or AVX2, get. */
+ * runs (decoder_blocks.c): what CPUs without AVX-512 VBMI, or AVX2, get. */
 static int count_levels(const uint8_t *buf, size_t len, uint64_t packets,
 			double mb_ipt)
 {

@@ -11,7 +11,7 @@
  * must give the same packets, byte for byte, and the same errors; counting
  * (pts_pkt_count_batch), alone or between decoding calls, the kinds of
  * those packets and the same errors: by every way of counting this CPU
- * runs (count_blocks.c with VBMI, with AVX2, the table step alone).
+ * runs (decoder_blocks.c with VBMI, with AVX2, the table step alone).
  */
 #include <ptscope/packets.h>
 

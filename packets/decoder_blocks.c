@@ -1,6 +1,6 @@
-/* Counting packets 64 bytes at a time: the fast path of
- * pts_pkt_count_batch() (`dump --quiet`) on x86-64 CPUs with AVX2 (and
- * faster with AVX-512 VBMI).
+/* The decoder 64 bytes at a time: the fast path of pts_pkt_count_batch()
+ * (`dump --quiet`) and of pts_pkt_skim_batch() (`windows`) on x86-64 CPUs
+ * with AVX2 (and faster with AVX-512 VBMI).
  *
  * Two thirds of a capture's packets are one byte long (TNT-8, PAD, CYC
  * without Exp), and the table step of decoder_fast.c spends a chain of two
