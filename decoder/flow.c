@@ -542,7 +542,7 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	case PTS_INSN_CALL:
 		if (!(b->last_flags & PTS_INSN_F_CALL0))
 			push_ret(f, next, &b->succ[0]);
-		/* fall through */
+		__attribute__((fallthrough)); /* gcc and clang both check */
 	case PTS_INSN_JMP:
 		if (!direct_disable(f, ip, b->target)) {
 			f->ip = b->target;

@@ -63,7 +63,7 @@ static void open_gap(struct pts_win_model *m, uint64_t offset, uint8_t edge,
 	PTS_WIN_ZERO(&m->gap);
 	pts_win_point_at(m, &m->gap.begin, offset, edge, has_ip, ip);
 	m->gap.lost_cause = 0xff;
-	m->gap.last_cbr = m->cbr;
+	m->gap.last_cbr = m->time.last_cbr;
 	/* The CR3 loaded right before the disable (a PIP with nothing but a
 	 * FUP or MODE.Exec after it): the CR3 filter's witness. An older PIP
 	 * says nothing about the instruction that disabled. */
@@ -433,7 +433,7 @@ static void dispatch(struct pts_win_model *m, const struct pts_packet *pkt)
 		if (m->state == PTS_ST_OFF && m->gap.last_cbr &&
 		    m->gap.last_cbr != pkt->u.cbr.ratio)
 			m->gap.cbrs++;
-		m->gap.last_cbr = m->cbr = pkt->u.cbr.ratio;
+		m->gap.last_cbr = pkt->u.cbr.ratio;
 		break;
 	case PTS_PKT_TNT8:
 	case PTS_PKT_TNT64:

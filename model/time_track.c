@@ -50,12 +50,19 @@ static int ctc_delta(const struct pts_time *t, uint32_t now, uint32_t last,
 }
 
 /* CTC ticks to TSC ticks with the CPUID 0x15 ratio. Returns 0 when the
- * ratio is unknown (time then only moves at TSC packets). */
-static int ctc_to_tsc(const struct pts_time *t, uint64_t ctc, uint64_t *tsc)
+ * ratio is unknown (time then only moves at TSC packets). Nearly every
+ * MTC asks for the same CTC delta (one MTC period), two or three times:
+ * the last answer is kept rather than divided out again. */
+static int ctc_to_tsc(struct pts_time *t, uint64_t ctc, uint64_t *tsc)
 {
 	if (!t->eax || !t->ebx)
 		return 0;
-	*tsc = ctc * t->ebx / t->eax;
+	if (ctc != t->memo_ctc || !t->memo_valid) {
+		t->memo_ctc = ctc;
+		t->memo_tsc = ctc * t->ebx / t->eax;
+		t->memo_valid = 1;
+	}
+	*tsc = t->memo_tsc;
 	return 1;
 }
 
@@ -219,7 +226,7 @@ static int on_mtc(struct pts_time *t, uint8_t payload)
 
 /* A CYC that spans MTC periods was partly counted by the MTCs already: take
  * off the cycles the calibration attributes to the periods before. */
-static uint64_t adjust_cyc(const struct pts_time *t, uint64_t cyc)
+static uint64_t adjust_cyc(struct pts_time *t, uint64_t cyc)
 {
 	uint32_t delta;
 	uint64_t ticks, old;
@@ -281,6 +288,7 @@ int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 		return apply_cyc(t, pkt->u.cyc);
 	case PTS_PKT_CBR:
 		cal_cbr(t, pkt->u.cbr.ratio, in_psb);
+		t->last_cbr = pkt->u.cbr.ratio;
 		if (pkt->u.cbr.ratio)
 			t->cbr = pkt->u.cbr.ratio;
 		return 0;

@@ -28,8 +28,12 @@ struct pts_time {
 	uint32_t ctc;     /* CTC of the last MTC/TMA, masked to N+8 bits */
 	uint32_t ctc_cyc; /* CTC of the period the last CYC belongs to */
 	uint8_t have_tsc, have_tma, have_mtc;
-	uint8_t cbr;
+	uint8_t cbr;	   /* the last nonzero CBR ratio */
+	uint8_t last_cbr; /* the last CBR's ratio, 0 included */
 	uint32_t lost_mtc, lost_cyc;
+	/* The last CTC delta converted to TSC ticks, and its result. */
+	uint64_t memo_ctc, memo_tsc;
+	uint8_t memo_valid;
 
 	/* Calibration of the TSC-per-cycle ratio. */
 	uint64_t fcr; /* ticks per cycle << PTS_TIME_FCR_SHIFT; 0 unknown */

@@ -28,8 +28,8 @@ enum {
 };
 
 /* Kinds that are fast in any state (outside PSB+): timing that only moves
- * the clock, and packets that say nothing about PacketEn. CBR is not here:
- * it counts frequency changes inside gaps. */
+ * the clock, and packets that say nothing about PacketEn. CBR is fast only
+ * while on: it counts frequency changes inside gaps. */
 static const uint8_t neutral_kinds[] = {PTS_PKT_PAD, PTS_PKT_MTC,
 					PTS_PKT_CYC, PTS_PKT_TSC,
 					PTS_PKT_TMA, PTS_PKT_MNT,
@@ -54,13 +54,15 @@ static int summed_kind(int kind)
 }
 
 /* Skim actions by a table's flags: slow kinds stop the batch, the summed
- * ones are skipped when fast, the other fast ones kept. */
+ * ones are skipped when fast, the timing ones go to the clock as they
+ * come (nothing fast reads it), the other fast ones are kept. */
 static void skim_actions(uint8_t *out, const uint8_t *flags)
 {
 	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
 		out[k] = (flags[k] & FK_SLOW) ? PTS_SKIM_STOP
 			 : summed_kind(k)     ? PTS_SKIM_SKIP
-					      : PTS_SKIM_KEEP;
+			 : (flags[k] & FK_TIME) ? PTS_SKIM_CALL
+						: PTS_SKIM_KEEP;
 }
 
 static void pack(struct pts_win_fast_kind *out, const uint8_t *flags)
@@ -88,8 +90,9 @@ void pts_win_fast_init(struct pts_win_model *m)
 	fast_off[PTS_PKT_MTC] = fast_off[PTS_PKT_CYC] = FK_TIME;
 	fast_off[PTS_PKT_TSC] = fast_off[PTS_PKT_TMA] = FK_TIME;
 
-	/* While on: branches; MODE.Exec only matters while off. */
+	/* While on: branches and CBR; MODE.Exec only matters while off. */
 	memcpy(fast_on, fast_off, sizeof(fast_on));
+	fast_on[PTS_PKT_CBR] = FK_TIME;
 	fast_on[PTS_PKT_TNT8] = fast_on[PTS_PKT_TNT64] = FK_TNT | flow;
 	fast_on[PTS_PKT_MODE_TSX] = fast_on[PTS_PKT_PTW] = flow;
 	fast_on[PTS_PKT_MODE_EXEC] = FK_EVENT;
@@ -242,12 +245,25 @@ int pts_win_feed_batch(struct pts_win_model *m, const struct pts_packet *pkts,
 	return n;
 }
 
-const uint8_t *pts_win_skim_actions(const struct pts_win_model *m)
+/* pts_pkt_skim_batch() hands the timing packets here. */
+static void clock_packets(void *model, const struct pts_packet *pkts, int n)
+{
+	struct pts_win_model *m = model;
+
+	pts_time_packets(&m->time, pkts, n < 64 ? (1ull << n) - 1 : ~0ull);
+	if (m->state == PTS_ST_ON)
+		m->win.packets += (uint64_t)n;
+}
+
+const uint8_t *pts_win_skim_actions(struct pts_win_model *m,
+				    struct pts_skim_call *call)
 {
 	const struct pts_win_fast_kind *tab = m ? fast_table(m) : NULL;
 
-	if (!tab || m->ended)
+	if (!tab || m->ended || !call)
 		return NULL;
+	call->fn = clock_packets;
+	call->ctx = m;
 	return m->skim[(tab - m->fast[0]) / 256];
 }
 

@@ -78,12 +78,12 @@ struct pts_win_model {
 	/* FUP waiting for its TIP/TIP.PGD (compound, SDM Table 36-15). */
 	uint8_t has_fup;
 	uint64_t fup_ip, fup_offset;
-	/* Last IP seen while on, the last PIP's CR3, the last CBR ratio. */
+	/* Last IP seen while on, the last PIP's CR3 (the last CBR ratio is
+	 * the clock's: time.last_cbr). */
 	uint8_t has_ip;
 	uint8_t pip_fresh; /* the last PIP is the last flow packet (but FUP,
 			      MODE.Exec) */
 	uint64_t last_ip, last_cr3;
-	uint8_t cbr;
 
 	uint64_t entry_sites[PTS_WIN_ENTRY_SITES];
 	unsigned n_entry_sites;

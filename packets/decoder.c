@@ -419,7 +419,7 @@ static int pts_dec_search(struct pts_pkt_decoder *dec, struct pts_input *in)
 /* The API.                                                                  */
 
 /* A packet the slow path decoded into @pkts[*n], by @skim's actions: kept
- * (*n + 1) or summed up. Returns 1 when it ends the batch. */
+ * (*n + 1), summed up or handed on. Returns 1 when it ends the batch. */
 static int pts_dec_skim(const struct pts_skim_ctx *skim,
 			const struct pts_packet *pkts, int *n)
 {
@@ -428,6 +428,9 @@ static int pts_dec_skim(const struct pts_skim_ctx *skim,
 	switch (skim->actions[pk->kind]) {
 	case PTS_SKIM_SKIP:
 		pts_skim_add(skim->sum, pk);
+		return 0;
+	case PTS_SKIM_CALL:
+		skim->call->fn(skim->call->ctx, pk, 1);
 		return 0;
 	case PTS_SKIM_STOP:
 		++*n;
@@ -568,12 +571,16 @@ int pts_pkt_count_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 
 int pts_pkt_skim_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 		       const uint8_t *actions, struct pts_packet *pkts, int max,
-		       struct pts_skim *sum)
+		       struct pts_skim *sum, const struct pts_skim_call *call)
 {
-	const struct pts_skim_ctx skim = {actions, sum};
+	const struct pts_skim_ctx skim = {actions, sum, call};
 
-	if (!pkts || !actions || !sum)
+	if (!pkts || !actions || !sum || (call && !call->fn))
 		return -PTS_ERR_INVALID;
+	if (!call)
+		for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
+			if (actions[k] == PTS_SKIM_CALL)
+				return -PTS_ERR_INVALID;
 	return pts_dec_batch(dec, in, pkts, NULL, &skim, max);
 }
 

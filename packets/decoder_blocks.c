@@ -24,8 +24,10 @@
  *
  * Skimming (pts_pkt_skim_batch(), `windows`) walks the same blocks: the
  * runs are made of the one-byte kinds the caller skips and summed up at the
- * end of each block, the other packets are decoded one by one and kept or
- * summed up without a branch on their kind.
+ * end of each block, the other packets are decoded one by one and kept,
+ * summed up or collected for the caller's hook (handed on at the end of
+ * each block) without a branch on their kind. Each is decoded straight
+ * into its place, chosen by the kind its first byte gives.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
  * read a block's sizes right after the stores that made them (the loads
@@ -362,37 +364,67 @@ static PTS_AVX2 inline uint64_t tnt_results(const uint8_t *b, uint64_t mask)
 	return bits;
 }
 
-/* What a walk gives: @counts (counting), or packets into @out and what it
- * skips into @sum by @actions (skimming; *@stopped after a STOP packet). */
+/* What a walk gives: @counts (counting), or packets into @out, what it
+ * skips into @sum and what it hands on into @calls (@ncalls of them, to
+ * @call at the end of each block; NULL when no kind is handed on) by
+ * @actions (skimming; *@stopped after a STOP packet). */
 struct walk_out {
 	uint64_t *counts;
 	struct pts_packet *out;
 	const uint8_t *actions;
 	struct pts_skim sum;
 	int *stopped;
+	const struct pts_skim_call *call;
+	struct pts_packet *calls;
+	int ncalls;
 };
 
-/* Skimming, the packet @pk just decoded at out[*got]: kept (*@got + 1) or
- * summed up, without a branch on its kind. Returns 1 when it ends the
- * batch. */
-static inline int skim_one(struct walk_out *w, const struct pts_packet *pk,
-			   int *got)
+/* Skimming: where the packet at @q goes, by the kind its first byte
+ * gives (exact for all but the packets pts_fast_rare() decodes): to
+ * @call_at when handed on, else to @keep_at. */
+static inline struct pts_packet *skim_slot(const struct pts_fast_tab *tab,
+					   const struct walk_out *w,
+					   const uint8_t *q,
+					   struct pts_packet *keep_at,
+					   struct pts_packet *call_at)
 {
-	const unsigned kind = pk->kind;
-	const uint64_t skip = -(uint64_t)(w->actions[kind] == PTS_SKIM_SKIP);
+	const unsigned guess = (uint8_t)tab->ops[q[0]].hdr;
+
+	return w->actions[guess] == PTS_SKIM_CALL ? call_at : keep_at;
+}
+
+/* Skimming, the packet @pk just decoded at skim_slot(), whose words at
+ * bytes 8 and 24 are @hdr and @w1 (as pts_fast_put() takes them; passed
+ * in registers, not loaded back from the stores just made): kept (at
+ * @keep_at, *@got + 1), summed up or handed on (at @call_at), without a
+ * branch on its kind. Returns 1 when it ends the batch. */
+static inline int skim_one(struct walk_out *w, uint64_t hdr, uint64_t w1,
+			   const struct pts_packet *pk,
+			   struct pts_packet *keep_at,
+			   struct pts_packet *call_at, int *got)
+{
+	const unsigned kind = (uint8_t)hdr;
+	const unsigned action = w->actions[kind];
+	const uint64_t skip = -(uint64_t)(action == PTS_SKIM_SKIP);
+	struct pts_packet *const at =
+		action == PTS_SKIM_CALL ? call_at : keep_at;
+
+	if (__builtin_expect(at != pk, 0)) /* a first byte of many kinds */
+		*at = *pk;
 	const uint64_t is_tnt = skip & -(uint64_t)(kind == PTS_PKT_TNT8 ||
 						   kind == PTS_PKT_TNT64);
 	uint64_t is_tip = skip & -(uint64_t)(kind == PTS_PKT_TIP);
 
 	w->sum.packets += skip & 1;
 	w->sum.tnt_packets += is_tnt & 1;
-	w->sum.tnt_bits += is_tnt & pk->u.tnt.count;
+	w->sum.tnt_bits += is_tnt & (uint8_t)w1;	 /* u.tnt.count */
 	w->sum.tips += is_tip & 1;
-	is_tip &= -(uint64_t)(pk->ipc != PTS_IPC_SUPPRESSED);
-	w->sum.last_ip = (is_tip & pk->u.ip.ip) | (~is_tip & w->sum.last_ip);
+	is_tip &= -(uint64_t)((uint8_t)(hdr >> 16) != PTS_IPC_SUPPRESSED);
+	w->sum.last_ip = (is_tip & w1) | (~is_tip & w->sum.last_ip); /* u.ip.ip */
 	w->sum.has_ip |= (int)(is_tip & 1);
-	*got += (int)(~skip & 1);
-	if (__builtin_expect(w->actions[kind] != PTS_SKIM_STOP, 1))
+	w->ncalls += action == PTS_SKIM_CALL;
+	*got += action == PTS_SKIM_KEEP || action == PTS_SKIM_STOP;
+	if (__builtin_expect(action != PTS_SKIM_STOP, 1))
 		return 0;
 	*w->stopped = 1;
 	return 1;
@@ -402,28 +434,36 @@ static inline int skim_one(struct walk_out *w, const struct pts_packet *pk,
  * could not), decoded into @pk: by the table, for a CYC the block sized
  * from its bytes (skimming keeps CYCs for the clock: a tenth of a
  * capture's packets), else by pts_fast_rare(). Returns its size, 0 when
- * the slow path must see it. */
+ * the slow path must see it; the packet's words at bytes 8 and 24 go to
+ * *@hdr and *@w1 too. */
 static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 					   const uint8_t *q, uint64_t raw,
 					   unsigned n, const uint8_t *dend,
 					   uint64_t off, uint64_t *lip,
-					   uint8_t *bk, struct pts_packet *pk)
+					   uint8_t *bk, struct pts_packet *pk,
+					   uint64_t *hdr, uint64_t *w1)
 {
 	if (__builtin_expect(n != 0 && tab->size[q[0]] != 0, 1)) {
 		const struct pts_fast_op *op = tab->ops + q[0];
 
 		*lip = ((*lip ^ raw) & op->keep) ^ raw;
-		pts_fast_put(pk, off, op->hdr, op->c0 | (raw & op->mask),
-			     op->c1 | (*lip & op->sel));
+		*hdr = op->hdr;
+		*w1 = op->c1 | (*lip & op->sel);
+		pts_fast_put(pk, off, *hdr, op->c0 | (raw & op->mask), *w1);
 		return n;
 	}
 	if (n != 0 && (q[0] & 7) == 7) {
-		pts_fast_put(pk, off, PTS_PKT_CYC | n << 8,
+		*hdr = PTS_PKT_CYC | n << 8;
+		*w1 = 0;
+		pts_fast_put(pk, off, *hdr,
 			     pts_cyc_value(q[0], _bzhi_u64(raw, 8 * (n - 1))),
-			     0);
+			     *w1);
 		return n;
 	}
-	return pts_fast_rare(tab, q, (size_t)(dend - q), off, lip, bk, pk);
+	n = pts_fast_rare(tab, q, (size_t)(dend - q), off, lip, bk, pk);
+	memcpy(hdr, (const unsigned char *)pk + 8, 8);
+	memcpy(w1, (const unsigned char *)pk + 24, 8);
+	return n;
 }
 
 /* The walk, inlined with @vbmi and @skimming constant: counting (only
@@ -432,10 +472,13 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 					   struct pts_input *in,
 					   uint64_t *offp, uint64_t *lipp,
-					   uint8_t *blk, struct walk_out *w,
+					   uint8_t *blk, struct walk_out *out,
 					   int max, const int vbmi,
 					   const int skimming)
 {
+	/* A copy the packet stores cannot alias: the sums stay in
+	 * registers. */
+	struct walk_out local = *out, *const w = &local;
 	const unsigned runs_of =
 		!skimming ? RUNS_ALL
 			  : (w->actions[PTS_PKT_TNT8] == PTS_SKIM_SKIP ? RUNS_TNT
@@ -468,6 +511,8 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			const uint8_t *q;
 			uint64_t raw;
 			struct pts_packet scratch, *pk;
+			struct pts_packet *keep_at = NULL, *call_at = NULL;
+			uint64_t hdr, w1;
 
 			run_at(k, i, &r, &n, vbmi); /* the run may end the block */
 			q = b + i + r;
@@ -490,16 +535,25 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			i += r;
 			if (i >= BLOCK)
 				break;
-			pk = skimming ? w->out + got : &scratch;
+			if (skimming) {
+				/* without calls no kind is handed on */
+				keep_at = w->out + got;
+				call_at = w->calls ? w->calls + w->ncalls
+						   : keep_at;
+				pk = skim_slot(tab, w, q, keep_at, call_at);
+			} else {
+				pk = &scratch;
+			}
 			n = decode_one(tab, q, raw, tnt64_bad(q, raw) ? 0 : n,
 				       dend, *offp + (uint64_t)(q - start), &lip,
-				       &bk, pk);
+				       &bk, pk, &hdr, &w1);
 			if (!n) {
 				stop = 1;
 				break;
 			}
 			if (skimming) {
-				stop = skim_one(w, pk, &got);
+				stop = skim_one(w, hdr, w1, pk, keep_at,
+						call_at, &got);
 			} else {
 				w->counts[pk->kind]++;
 				got++;
@@ -514,6 +568,11 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			w->sum.tnt_packets +=
 				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
 			w->sum.tnt_bits += tnt_results(b, runs & k->tnt);
+			/* at most 64 packets start in a block */
+			if (w->ncalls) {
+				w->call->fn(w->call->ctx, w->calls, w->ncalls);
+				w->ncalls = 0;
+			}
 		} else {
 			w->counts[PTS_PKT_TNT8] +=
 				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
@@ -528,6 +587,7 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 		next_block(&b, &i, &cur);
 	}
 	walked(in, offp, b + i - start, lipp, lip, blk, bk);
+	out->sum = local.sum;
 	return got;
 }
 
@@ -569,7 +629,10 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			 struct pts_packet *out, int max,
 			 const struct pts_skim_ctx *skim, int *stop)
 {
-	struct walk_out w = {NULL, out, skim->actions, *skim->sum, stop};
+	struct pts_packet calls[BLOCK];
+	struct walk_out w = {NULL,  out,	 skim->actions,
+			     *skim->sum, stop, skim->call,
+			     skim->call ? calls : NULL, 0};
 	const int got = walk_blocks(tab, in, off, lip, blk, &w, max);
 
 	*skim->sum = w.sum;
@@ -597,7 +660,7 @@ int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,
 			  uint64_t *counts, int max)
 {
-	struct walk_out w = {counts, NULL, NULL, {0}, NULL};
+	struct walk_out w = {counts, NULL, NULL, {0}, NULL, NULL, NULL, 0};
 
 	return walk_blocks(tab, in, off, lip, blk, &w, max);
 }

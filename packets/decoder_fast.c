@@ -233,7 +233,7 @@ unsigned pts_fast_rare(const struct pts_fast_tab *tab, const uint8_t *q,
 }
 
 /* Skimming, the packet just decoded into @pk (= out + *got): kept
- * (*@got + 1) or summed up. Returns 1, setting *@stopped, after a STOP
+ * (*@got + 1), summed up or handed on. Returns 1, setting *@stopped, after a STOP
  * packet. */
 static inline int pts_fast_kept(const struct pts_skim_ctx *skim,
 				const struct pts_packet *pk, int *got,
@@ -243,6 +243,10 @@ static inline int pts_fast_kept(const struct pts_skim_ctx *skim,
 
 	if (action == PTS_SKIM_SKIP) {
 		pts_skim_add(skim->sum, pk);
+		return 0;
+	}
+	if (action == PTS_SKIM_CALL) {
+		skim->call->fn(skim->call->ctx, pk, 1);
 		return 0;
 	}
 	++*got;

@@ -225,6 +225,7 @@ int pts_fast_count(const struct pts_fast_tab *tab, struct pts_input *in,
 struct pts_skim_ctx {
 	const uint8_t *actions; /* by kind: enum pts_skim_action */
 	struct pts_skim *sum;
+	const struct pts_skim_call *call;
 };
 
 /* Adds the skipped packet @pk to @sum. */

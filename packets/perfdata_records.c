@@ -280,7 +280,7 @@ static void decode_body(const struct pts_perf *perf,
 		rec->u.sw.cpu_wide = 1;
 		rec->u.sw.next_prev_pid = pts_rd32(b);
 		rec->u.sw.next_prev_tid = pts_rd32(b + 4);
-		/* fall through */
+		__attribute__((fallthrough)); /* gcc and clang both check */
 	case PTS_PERF_RECORD_SWITCH:
 		rec->u.sw.out = (rec->misc & PERF_MISC_SWITCH_OUT) != 0;
 		rec->u.sw.preempt = (rec->misc & PERF_MISC_SWITCH_OUT_PREEMPT) != 0;

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-static void verror(const char *cmd, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void
+verror(const char *cmd, const char *fmt, va_list ap)
 {
 	fprintf(stderr, "ptscope %s: ", cmd);
 	vfprintf(stderr, fmt, ap);

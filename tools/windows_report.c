@@ -637,12 +637,13 @@ int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 		 * (SKIM_MIN). Without skim actions (in PSB+...), a few
 		 * packets at a time: the model soon has actions again. */
 		const int plain = w->ev || w->plain_next;
+		struct pts_skim_call clock;
 		const uint8_t *skim =
-			plain ? NULL : pts_win_skim_actions(w->model);
+			plain ? NULL : pts_win_skim_actions(w->model, &clock);
 		const uint64_t at = pts_pkt_offset(dec);
 		struct pts_skim sum = {0};
 		const int n = skim ? pts_pkt_skim_batch(dec, in, skim, pkts,
-							BATCH, &sum)
+							BATCH, &sum, &clock)
 				   : pts_pkt_next_batch(dec, in, pkts,
 							plain ? BATCH
 							      : UNSKIMMED);

@@ -250,8 +250,10 @@ static void check_counting(const struct setup *s, int chunked, int mixed,
  * actions the seed picks, batches up to 128 (so that the 64-byte blocks
  * run too): the packets stored must be @want's that the actions keep or
  * stop at, each STOP packet the last of its batch, its conditions @want's,
- * and the sum of what it skipped before each STOP packet, each condition
- * and the end @want's skipped packets there. */
+ * the sum of what it skipped before each STOP packet, each condition
+ * and the end @want's skipped packets there, and what it handed on @want's
+ * packets that the actions call for, in order and none past a STOP
+ * packet or a condition. */
 static void check_skimming(const struct setup *s, const struct events *want)
 {
 	static struct pts_packet pkts[128];
@@ -259,6 +261,8 @@ static void check_skimming(const struct setup *s, const struct events *want)
 	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&s->config);
 	struct pts_input in = {s->trace, 0, 0};
 	struct pts_skim sum = {0}, expect = {0};
+	struct pts_test_calls calls = {0};
+	const struct pts_skim_call hook = pts_test_calls_hook(&calls);
 	uint8_t actions[PTS_PKT_KIND_COUNT];
 	struct pts_rng pick;
 	size_t fed = 0, at = 0;
@@ -268,10 +272,11 @@ static void check_skimming(const struct setup *s, const struct events *want)
 	pts_rng_seed(&chunker.rng, s->seed);
 	pts_rng_seed(&pick, s->seed ^ 0x5c1e);
 	for (int k = 0; k < PTS_PKT_KIND_COUNT; k++)
-		actions[k] = (uint8_t)pts_rng_below(&pick, 3);
+		actions[k] = (uint8_t)pts_rng_below(&pick, 4);
 	for (size_t guard = 0; guard <= 3 * s->len + 8; guard++) {
 		const int max = 1 + (int)pts_rng_below(&pick, 128);
-		int r = pts_pkt_skim_batch(dec, &in, actions, pkts, max, &sum);
+		int r = pts_pkt_skim_batch(dec, &in, actions, pkts, max, &sum,
+					   &hook);
 
 		if (r == -PTS_ERR_AGAIN) {
 			next_chunk(s, dec, &in, &chunker, &fed);
@@ -281,9 +286,13 @@ static void check_skimming(const struct setup *s, const struct events *want)
 		for (int i = 0; i < (r > 0 ? r : 1); i++) {
 			const struct pts_event *ev;
 
-			while (at < want->count && want->ev[at].status > 0 &&
-			       actions[want->ev[at].pkt.kind] == PTS_SKIM_SKIP)
-				pts_test_skim_add(&expect, &want->ev[at++].pkt);
+			for (int t = 1; t > 0 && at < want->count &&
+					want->ev[at].status > 0;
+			     at += t > 0) {
+				t = pts_test_skim_take(actions, &expect, &calls,
+						       &want->ev[at].pkt);
+				REQUIRE(t >= 0);
+			}
 			REQUIRE(at < want->count);
 			ev = &want->ev[at++];
 			if (r < 0) {
@@ -305,6 +314,7 @@ static void check_skimming(const struct setup *s, const struct events *want)
 				REQUIRE(i == r - 1);
 			}
 			REQUIRE(!memcmp(&sum, &expect, sizeof(sum)));
+			REQUIRE(pts_test_calls_done(&calls));
 			memset(&sum, 0, sizeof(sum));
 			memset(&expect, 0, sizeof(expect));
 		}
@@ -313,6 +323,8 @@ static void check_skimming(const struct setup *s, const struct events *want)
 	}
 	REQUIRE(at == want->count);
 	REQUIRE(!memcmp(&sum, &expect, sizeof(sum)));
+	REQUIRE(pts_test_calls_done(&calls));
+	pts_test_calls_free(&calls);
 	pts_pkt_decoder_free(dec);
 }
 

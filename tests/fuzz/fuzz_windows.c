@@ -171,11 +171,13 @@ static void check_skimming(const struct pts_trace_config *cfg,
 
 	REQUIRE(m && dec);
 	for (size_t guard = 0; guard <= 4 * size + 16; guard++) {
-		const uint8_t *actions = pts_win_skim_actions(m);
+		struct pts_skim_call clock;
+		const uint8_t *actions = pts_win_skim_actions(m, &clock);
 		const int max = 1 + (int)pts_rng_below(&chunker->rng, 128);
 		struct pts_skim sum = {0};
 		const int n = actions ? pts_pkt_skim_batch(dec, &in, actions,
-							   pkts, max, &sum)
+							   pkts, max, &sum,
+							   &clock)
 				      : pts_pkt_next_batch(dec, &in, pkts, max);
 		uint64_t begin, end;
 

@@ -209,7 +209,8 @@ static void test_save_load(void)
 				 i, inl);
 			CHECK(pts_topa_writer_save(w, prefix, inl) == 0);
 			struct pts_topa *a, *b;
-			CHECK(pts_topa_new(&a) == 0 && pts_topa_new(&b) == 0);
+			CHECK(pts_topa_new(&a) == 0);
+			CHECK(pts_topa_new(&b) == 0);
 			CHECK(pts_topa_writer_export(w, a) == 0);
 			strcat(prefix, ".desc");
 			int err = pts_topa_load_desc(b, prefix);

@@ -173,11 +173,13 @@ static void run_skim(const struct pts_trace_config *cfg, const uint8_t *buf,
 	if (!m || !dec)
 		abort();
 	for (int guard = 0; guard < 1 << 22; guard++) {
-		const uint8_t *actions = pts_win_skim_actions(m);
+		struct pts_skim_call clock;
+		const uint8_t *actions = pts_win_skim_actions(m, &clock);
 		const int max = 1 + (int)pts_rng_below(rng, 300);
 		struct pts_skim skipped = {0};
 		const int n = actions ? pts_pkt_skim_batch(dec, &in, actions,
-							   batch, max, &skipped)
+							   batch, max, &skipped,
+							   &clock)
 				      : pts_pkt_next_batch(dec, &in, batch, max);
 		uint64_t begin, end;
 

@@ -277,11 +277,13 @@ int pts_win_feed_batch(struct pts_win_model *m, const struct pts_packet *pkts,
 
 /* For feeding the model from pts_pkt_skim_batch(): the actions it takes
  * now (PTS_PKT_KIND_COUNT entries: the kinds that only add to counts
- * skipped, those that may change the state stopping, the rest kept), or
- * NULL when every packet must be fed one by one (inside PSB+, at the start
- * of the trace...: use pts_pkt_next_batch()). Valid until the model is fed
+ * skipped, those that may change the state stopping, the timing packets
+ * handed to the model's clock through *@call, the rest kept), or NULL when
+ * every packet must be fed one by one (inside PSB+, at the start of the
+ * trace...: use pts_pkt_next_batch()). Valid until the model is fed
  * again. */
-const uint8_t *pts_win_skim_actions(const struct pts_win_model *m);
+const uint8_t *pts_win_skim_actions(struct pts_win_model *m,
+				    struct pts_skim_call *call);
 
 /* Applies what pts_pkt_skim_batch() skipped with the actions that
  * pts_win_skim_actions() gave (before the packets it stored, which go to

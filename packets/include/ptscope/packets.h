@@ -327,7 +327,20 @@ int pts_pkt_count_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 enum pts_skim_action {
 	PTS_SKIM_KEEP, /* into the batch */
 	PTS_SKIM_STOP, /* into the batch, which it ends */
-	PTS_SKIM_SKIP  /* only summed up in struct pts_skim */
+	PTS_SKIM_SKIP, /* only summed up in struct pts_skim */
+	PTS_SKIM_CALL  /* handed to struct pts_skim_call, not stored */
+};
+
+/* Where pts_pkt_skim_batch() hands the CALL packets: @fn(@ctx, pkts, n)
+ * gets them as they are decoded, a few at a time (n <= 64) and all in
+ * stream order, before the call returns. So they reach @fn before the
+ * packets the same call stores reach the caller: for kinds whose effect
+ * does not depend on their order against the stored ones (the clock of
+ * `ptscope windows`: a timing packet every 10-20 bytes of a capture,
+ * which a batch of stored packets would pass through one by one). */
+struct pts_skim_call {
+	void (*fn)(void *ctx, const struct pts_packet *pkts, int n);
+	void *ctx;
 };
 
 /* The packets pts_pkt_skim_batch() skipped: how many, and what a model of
@@ -343,7 +356,8 @@ struct pts_skim {
 /* Decodes as pts_pkt_next_batch() does, but only the packets whose kind has
  * @actions[kind] KEEP or STOP go into @pkts (@actions has
  * PTS_PKT_KIND_COUNT entries); SKIP ones are added to @skim (the caller
- * zeroes it when it has used what it holds). The sum mixes the packets
+ * zeroes it when it has used what it holds), CALL ones go to @call (NULL
+ * when no action is CALL). The sum mixes the packets
  * skipped before, between and after the stored ones of the call, but none
  * comes after a STOP packet, a condition, or a packet the next call stores.
  * A STOP packet ends the batch: the caller can change @actions after it.
@@ -354,7 +368,7 @@ struct pts_skim {
  * counting. */
 int pts_pkt_skim_batch(struct pts_pkt_decoder *dec, struct pts_input *in,
 		       const uint8_t *actions, struct pts_packet *pkts, int max,
-		       struct pts_skim *skim);
+		       struct pts_skim *skim, const struct pts_skim_call *call);
 
 /* Marks the end of the stream: no more input will come. */
 void pts_pkt_end(struct pts_pkt_decoder *dec);
