@@ -2,12 +2,14 @@
  * the same bytes (issue #5 asks for at most 1.5x). A benchmark, not a test:
  * it prints figures and asserts no time.
  *
- * Three streams, written to files in $TMPDIR:
+ * Four streams, written to files in $TMPDIR:
  *   random enables  the capture-like mix of bench_packets (mostly TNT-8,
  *              compressed TIPs, CYC/MTC, PAD, PSB+ every 4 KiB) whose FUP,
  *              TIP.PGE and TIP.PGD come at random: a record (window, gap
  *              or violation) every ~150 bytes;
  *   one window the same mix without them: the model's fast path;
+ *   one window, no CYC  the same without CYC, as perf records by default
+ *              (cyc=0): the clock has only MTCs and the TSCs of PSB+;
  *   gappy      the worst case of a valid trace: an enclave call (FUP(ENCLU)
  *              + TIP.PGD() ... TIP.PGE(after it)) every 36 packets, so a
  *              record is printed every ~20 bytes of trace.
@@ -21,7 +23,7 @@
  *
  * usage: bench_windows PTSCOPE [MIB]   (MIB: size of each stream, default 64)
  * With BENCH_WINDOWS_KEEP=1 in the environment the streams stay in $TMPDIR
- * (as bench_windows.PID.{real,quiet,gappy}.pt) for profiling.
+ * (as bench_windows.PID.{real,quiet,nocyc,gappy}.pt) for profiling.
  */
 #include "stream_gen.h"
 
@@ -240,11 +242,12 @@ static void bench_images(const char *ptscope, const char *tmp)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[3] = {"real", "quiet", "gappy"};
+	static const char *const names[4] = {"real", "quiet", "nocyc",
+					     "gappy"};
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	const char *keep = getenv("BENCH_WINDOWS_KEEP");
 	size_t cap = (size_t)(argc > 2 ? atoi(argv[2]) : 64) << 20;
-	char path[3][4096];
+	char path[4][4096];
 	struct pts_gen_result gen;
 	uint8_t *buf;
 	size_t len;
@@ -256,7 +259,7 @@ int main(int argc, char **argv)
 	buf = malloc(cap);
 	if (!buf)
 		return 1;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		snprintf(path[i], sizeof(path[i]), "%s/bench_windows.%d.%s.pt",
 			 tmp, (int)getpid(), names[i]);
 	if (pts_gen_stream(buf, cap, UINT64_MAX, &pts_gen_capture_like, 1,
@@ -274,11 +277,17 @@ int main(int argc, char **argv)
 	if (pts_gen_stream(buf, cap, UINT64_MAX, &quiet, 1, &gen) == 0 &&
 	    write_file(path[1], buf, len = gen.bytes) == 0)
 		bench(argv[1], "one window", path[1], buf, len);
+	/* The same without CYC: perf's default configuration (cyc=0), where
+	 * MTCs and the TSCs of PSB+ are all the timing. */
+	quiet.weight[ppt_cyc] = 0;
+	if (pts_gen_stream(buf, cap, UINT64_MAX, &quiet, 1, &gen) == 0 &&
+	    write_file(path[2], buf, len = gen.bytes) == 0)
+		bench(argv[1], "one window, no CYC", path[2], buf, len);
 	len = make_gappy(buf, cap);
-	if (write_file(path[2], buf, len) == 0)
-		bench(argv[1], "gappy", path[2], buf, len);
+	if (write_file(path[3], buf, len) == 0)
+		bench(argv[1], "gappy", path[3], buf, len);
 	bench_images(argv[1], tmp);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		if (keep && *keep == '1')
 			printf("kept %s\n", path[i]);
 		else
