@@ -108,13 +108,16 @@ static void cal_tsc(struct pts_time *t, uint64_t tsc, int in_psb)
 	t->fcr = ((tsc - last) << PTS_TIME_FCR_SHIFT) / cyc;
 }
 
-/* A CBR inside PSB+ restates the ratio; outside it the frequency changed and
- * earlier measurements no longer hold. With the nominal ratio known, the
- * ticks per cycle follow directly: nom / cbr. */
+/* A CBR inside PSB+ restates the ratio; outside it the frequency changed:
+ * earlier measurements and the ratio they gave no longer hold (CYCs are
+ * lost until the next calibration, as libipt counts them). With the
+ * nominal ratio known, the ticks per cycle follow directly: nom / cbr. */
 static void cal_cbr(struct pts_time *t, uint8_t cbr, int in_psb)
 {
-	if (!in_psb)
+	if (!in_psb) {
 		cal_reset(t);
+		t->fcr = 0;
+	}
 	if (t->nom_freq && cbr)
 		t->fcr = ((uint64_t)t->nom_freq << PTS_TIME_FCR_SHIFT) / cbr;
 }
@@ -177,18 +180,19 @@ static void on_tma(struct pts_time *t, uint16_t ctc, uint16_t fc)
 	t->ctc = t->ctc_cyc = ctc & (uint32_t)((1ull << hi) - 1);
 }
 
-/* Estimates the CTC bits above the TMA's 16 from the first MTC after it,
- * assuming no MTC was lost in between (as libipt does). */
-static uint32_t estimate_tma_ctc(const struct pts_time *t, uint32_t ctc)
+/* Estimates the CTC bits above the TMA's 16 (@tma_ctc) from the first MTC
+ * after it (@ctc), assuming no MTC was lost in between (as libipt does). */
+static uint32_t estimate_tma_ctc(const struct pts_time *t, uint32_t tma_ctc,
+				 uint32_t ctc)
 {
 	const uint32_t lo_mask = (1u << TMA_BITS) - 1;
 	uint32_t lo = ctc & lo_mask, hi = ctc & ~lo_mask;
 
-	if (lo < t->ctc) {
+	if (lo < tma_ctc) {
 		hi -= 1u << TMA_BITS;
 		hi &= ((1u << MTC_BITS) - 1) << t->mtc_freq;
 	}
-	return t->ctc | hi;
+	return tma_ctc | hi;
 }
 
 static int on_mtc(struct pts_time *t, uint8_t payload)
@@ -211,7 +215,7 @@ static int on_mtc(struct pts_time *t, uint8_t payload)
 		 * started: the first MTC only sets the reference. */
 		if (!t->have_tma)
 			return 0;
-		last = estimate_tma_ctc(t, ctc);
+		last = estimate_tma_ctc(t, last, ctc);
 	}
 	if (ctc_delta(t, ctc, last, &delta) < 0) {
 		t->lost_mtc++;
