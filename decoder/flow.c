@@ -243,9 +243,7 @@ static void end_of_trace(struct pts_flow *f, uint64_t ip)
 	f->st = ST_DONE;
 }
 
-/* After a packet was consumed: libipt reports the end of the trace as soon
- * as no TNT bit is pending and no packet is left, before walking on. */
-static bool at_end(struct pts_flow *f)
+bool pts_flow_at_end(struct pts_flow *f)
 {
 	if (f->st == ST_ENABLED && !f->tnt_count && !f->qlen && f->pkt_eos) {
 		end_of_trace(f, f->ip);
@@ -397,15 +395,35 @@ static void transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
 	}
 }
 
-/* Indirect branch, far transfer or uncompressed return at @ip: the next
- * TIP gives the target (deferred behind pending TNT bits or not). Returns
- * true when the walk goes on at f->ip. */
-static bool need_tip(struct pts_flow *f, uint64_t ip, uint64_t resume)
+/* Indirect branch, far transfer (@far) or uncompressed return at @ip: the
+ * next TIP gives the target (deferred behind pending TNT bits or not).
+ * As libipt (pt_qry_indirect_branch, pt_insn_at_disabled_event):
+ * - with no bit pending, one TNT packet may come before the TIP (TIP
+ *   deferral: its bits are for branches after this one);
+ * - status packets (MODE.Exec, PIP, VMCS) bind only to a far transfer: a
+ *   near branch cannot change the mode or CR3.
+ * Unlike libipt, a TIP.PGD without IP binds here also to a near branch
+ * (libipt binds it only to far ones): no hardware sends that (a near
+ * branch out of a filter range gives the target IP), but binding it shows
+ * the windows model a disable that nothing explains (unexplained-gap)
+ * rather than losing the flow up to the next PSB.
+ * Returns true when the walk goes on at f->ip. */
+static bool need_tip(struct pts_flow *f, uint64_t ip, uint64_t resume,
+		     bool far)
 {
 	const struct pts_packet *h = pts_flow_peek(f, 0);
-	if (h && h->kind != PTS_PKT_TIP && !f->tnt_count) {
+	if (h && far && h->kind != PTS_PKT_TIP && !f->tnt_count) {
 		transfer_status(f, ip, 0);
 		h = pts_flow_peek(f, 0);
+	}
+	if (h && !f->tnt_count &&
+	    (h->kind == PTS_PKT_TNT8 || h->kind == PTS_PKT_TNT64) &&
+	    h->u.tnt.count) {
+		const struct pts_packet *tip = pts_flow_peek(f, 1);
+		if (tip && tip->kind == PTS_PKT_TIP) {
+			load_tnt(f);
+			h = pts_flow_peek(f, 0);
+		}
 	}
 	if (h && h->kind == PTS_PKT_TIP && h->ipc != PTS_IPC_SUPPRESSED) {
 		pts_flow_pop(f);
@@ -582,7 +600,8 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	}
 	/* Indirect: the target comes with a TIP. */
 	f->link = &b->ind;
-	if (need_tip(f, ip, resume) && b->last_class == PTS_INSN_RET) {
+	if (need_tip(f, ip, resume, b->last_class == PTS_INSN_FAR) &&
+	    b->last_class == PTS_INSN_RET) {
 		unsigned t = pop_hint(f);
 		if (f->hint_ip[t] == f->ip && f->hint_link[t])
 			f->link = f->hint_link[t];
@@ -778,7 +797,7 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 				deliver(f, b, s, i - s);
 			f->ip = stop;
 			async_event(f);
-			at_end(f);
+			pts_flow_at_end(f);
 			return false;
 		}
 		deliver(f, b, s, e - s + 1);
@@ -795,7 +814,7 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 		return false;
 	}
 	resolve(f, b);
-	return !at_end(f) && !have_stop;
+	return !pts_flow_at_end(f) && !have_stop;
 }
 
 /* Walks blocks until something other than TNT bits and TIPs is at the
@@ -830,7 +849,7 @@ static void step_enabled(struct pts_flow *f)
 				have_stop = stop_ip(f, h, &stop);
 				if (have_stop && stop == f->ip) {
 					async_event(f);
-					at_end(f);
+					pts_flow_at_end(f);
 					return;
 				}
 				careful = true;
@@ -866,7 +885,7 @@ static void step_enabled(struct pts_flow *f)
 				pts_flow_error(f, -PTS_ERR_NO_PROGRESS, f->ip);
 				return;
 			}
-			if (!f->tnt_count && at_end(f))
+			if (!f->tnt_count && pts_flow_at_end(f))
 				return;
 			continue;
 		}
@@ -877,7 +896,7 @@ static void step_enabled(struct pts_flow *f)
 			return;
 		}
 		resolve(f, b);
-		if (at_end(f))
+		if (pts_flow_at_end(f))
 			return;
 	} while (may_go_on(f));
 }

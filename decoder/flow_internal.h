@@ -148,6 +148,10 @@ void pts_flow_overflow(struct pts_flow *f);
 /* Handles a packet that needs no code (power, stop, CFE/EVD, BEP, ...) at
  * the head. Returns true when it did. */
 bool pts_flow_codeless(struct pts_flow *f);
+/* After a packet was consumed, while enabled: libipt reports the end of
+ * the trace as soon as no TNT bit is pending and no packet is left, before
+ * walking on. Returns true when it ended the trace here. */
+bool pts_flow_at_end(struct pts_flow *f);
 /* Enters PSB+ at the PSB at the head. */
 void pts_flow_enter_psb(struct pts_flow *f);
 /* Applies a MODE.Exec packet: the mode, and an event. */

@@ -120,6 +120,7 @@ static void psb_end(struct pts_flow *f)
 		/* Already walking: the FUP is where the walker will get
 		 * without packets; the walk goes on from where it is. */
 		f->st = ST_ENABLED;
+		pts_flow_at_end(f);
 	} else {
 		if (f->psb_was_enabled) {
 			struct pts_flow_rec *r = pts_flow_event(
@@ -291,12 +292,7 @@ void pts_flow_overflow(struct pts_flow *f)
 		pts_flow_pop(f);
 		f->st = ST_ENABLED;
 		pts_flow_event(f, PTS_EV_OVERFLOW, f->ip, off);
-		/* As the walker's at_end(): libipt reports the end of the
-		 * trace as soon as no packet is left, before walking on. */
-		if (!f->qlen && f->pkt_eos) {
-			pts_flow_event(f, PTS_EV_END, f->ip, f->offset);
-			f->st = ST_DONE;
-		}
+		pts_flow_at_end(f);
 		return;
 	}
 	/* Packets that need tracing on cannot come before the FUP: as

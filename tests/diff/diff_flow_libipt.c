@@ -76,52 +76,34 @@ int main(int argc, char **argv)
 {
 	uint64_t insns = argc > 1 ? strtoull(argv[1], NULL, 0) : 200000;
 	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 1;
-	static const struct {
-		const char *name;
-		int retcomp, deferred;
-		unsigned async, syscall, ovf;
-	} cfgs[] = {
-		{"plain", 0, 0, 0, 0, 0},
-		{"retcomp", 1, 0, 0, 0, 0},
-		{"deferred", 1, 1, 0, 0, 0},
-		{"async", 1, 0, 5, 0, 0},
-		{"syscall", 1, 0, 0, 30, 0},
-		{"overflow", 1, 0, 0, 0, 200},
-		{"all", 1, 1, 3, 20, 100},
-		{"all-noretcomp", 0, 1, 3, 20, 100},
-	};
 	int failures = 0;
-	for (size_t c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
+	for (unsigned c = 0; c < FLOW_GEN_CASES; c++) {
 		struct flow_gen_opts o = {0};
 		o.seed = seed * 1000 + c;
 		o.insns = insns;
 		o.functions = 150;
-		o.retcomp = cfgs[c].retcomp;
-		o.deferred_tips = cfgs[c].deferred;
-		o.async_per_mille = cfgs[c].async;
-		o.syscall_per_mille = cfgs[c].syscall;
-		o.ovf_per_million = cfgs[c].ovf;
+		const char *name = flow_gen_case(c, &o);
 		o.keep_truth = 1;
 		struct flow_gen g;
 		if (flow_gen_run(&o, &g) < 0) {
-			fprintf(stderr, "%s: generator failed\n", cfgs[c].name);
+			fprintf(stderr, "%s: generator failed\n", name);
 			return 2;
 		}
-		dump(cfgs[c].name, &g);
+		dump(name, &g);
 		struct pts_toks truth = {0}, lib = {0}, ours = {0};
 		for (size_t k = 0; k < g.ntruth; k++)
 			pts_toks_add(&truth, g.truth[k]);
 		run_libipt(&g, &lib);
 		run_ptscope(&g, o.seed, &ours);
-		int bad = pts_toks_compare(cfgs[c].name, "truth", &truth,
+		int bad = pts_toks_compare(name, "truth", &truth,
 					   "ptscope", &ours, 1);
-		bad |= pts_toks_compare(cfgs[c].name, "libipt", &lib, "ptscope",
+		bad |= pts_toks_compare(name, "libipt", &lib, "ptscope",
 					&ours, 0);
-		if (pts_toks_compare(cfgs[c].name, "truth", &truth, "libipt",
+		if (pts_toks_compare(name, "truth", &truth, "libipt",
 				     &lib, 1))
 			fprintf(stderr, "  (libipt differs from the generator)\n");
 		printf("%-14s %9zu insns truth, %9" PRIu64 " libipt, %9" PRIu64
-		       " ptscope, %6zu trace bytes, %s\n", cfgs[c].name, g.ntruth,
+		       " ptscope, %6zu trace bytes, %s\n", name, g.ntruth,
 		       lib.insns, ours.insns, g.trace_size, bad ? "MISMATCH" : "ok");
 		failures += bad;
 		pts_toks_free(&truth);

@@ -527,3 +527,27 @@ void flow_gen_free(struct flow_gen *g)
 	free(g->truth);
 	memset(g, 0, sizeof(*g));
 }
+
+const char *flow_gen_case(unsigned c, struct flow_gen_opts *o)
+{
+	static const struct {
+		const char *name;
+		int retcomp, deferred;
+		unsigned async, syscall, ovf;
+	} cases[FLOW_GEN_CASES] = {
+		{"plain", 0, 0, 0, 0, 0},
+		{"retcomp", 1, 0, 0, 0, 0},
+		{"deferred", 1, 1, 0, 0, 0},
+		{"async", 1, 0, 5, 0, 0},
+		{"syscall", 1, 0, 0, 30, 0},
+		{"overflow", 1, 0, 0, 0, 200},
+		{"all", 1, 1, 3, 20, 100},
+		{"all-noretcomp", 0, 1, 3, 20, 100},
+	};
+	o->retcomp = cases[c].retcomp;
+	o->deferred_tips = cases[c].deferred;
+	o->async_per_mille = cases[c].async;
+	o->syscall_per_mille = cases[c].syscall;
+	o->ovf_per_million = cases[c].ovf;
+	return cases[c].name;
+}

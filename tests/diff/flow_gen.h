@@ -42,6 +42,13 @@ struct flow_gen {
 	uint64_t events;         /* enables + disables + overflows made */
 };
 
+/* The differential tests' configurations (plain, return compression,
+ * deferred TIPs, async events, syscalls, overflows, all, all without
+ * return compression): case @c (< FLOW_GEN_CASES) into @o's feature
+ * fields. Returns its name. */
+#define FLOW_GEN_CASES 8
+const char *flow_gen_case(unsigned c, struct flow_gen_opts *o);
+
 /* Generates a program and a trace. Returns 0, or -1 on no memory. */
 int flow_gen_run(const struct flow_gen_opts *opts, struct flow_gen *out);
 void flow_gen_free(struct flow_gen *g);

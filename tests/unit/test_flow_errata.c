@@ -11,11 +11,22 @@
  *     (Apollo Lake), at the FUP without (where the TIP.PGE is a mismatch);
  *   - APL11: OVF + TIP.PGD resolves the overflow with tracing off and
  *     swallows the TIP.PGD (Apollo Lake, Goldmont Plus), an error without;
- * and the cases where each erratum does not apply. With libipt, each trace
- * is also decoded by libipt 2.0.5's pt_insn with the same CPU: the flows
- * must agree (instructions, enabled/disabled/overflow events, errors).
+ * and the cases where each erratum does not apply; then three binding
+ * rules of libipt's that damaged traces showed (tests/diff/
+ * diff_flow_damage.c):
+ *   - TIP deferral: with no TNT bit pending, one TNT packet may come
+ *     before the TIP of an indirect branch (its bits are for later
+ *     branches);
+ *   - MODE.Exec (and PIP, VMCS) bind only to a far transfer: before the
+ *     TIP of a near RET it is an error;
+ *   - a trace that ends right after a PSB+ with a FUP ends there, with no
+ *     instruction walked.
+ * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
+ * the same CPU: the flows must agree (instructions, enabled/disabled/
+ * overflow events, errors).
  * Code: 0x1000 jmp 0x2000; 0x2000 nop; 0x2001 ret;
- *       0x3000 nop; 0x3001 vmlaunch; 0x3004 vmresume.
+ *       0x3000 nop; 0x3001 vmlaunch; 0x3004 vmresume;
+ *       0x4000 jmp rax; 0x4002 je 0x4004; 0x4004 jmp rax.
  */
 #include "check.h"
 #include "hand_trace.h"
@@ -33,6 +44,7 @@
 static const uint8_t code1[] = {0xe9, 0xfb, 0x0f, 0x00, 0x00};
 static const uint8_t code2[] = {0x90, 0xc3};
 static const uint8_t code3[] = {0x90, 0x0f, 0x01, 0xc2, 0x0f, 0x01, 0xc3};
+static const uint8_t code4[] = {0xff, 0xe0, 0x74, 0x00, 0xff, 0xe0};
 static const struct {
 	const uint8_t *bytes;
 	size_t size;
@@ -41,6 +53,7 @@ static const struct {
 	{code1, sizeof(code1), 0x1000},
 	{code2, sizeof(code2), 0x2000},
 	{code3, sizeof(code3), 0x3000},
+	{code4, sizeof(code4), 0x4000},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -427,6 +440,41 @@ static void apl11(void)
 	       true);
 }
 
+static void binding_rules(void)
+{
+	struct pts_flow_config none = {0};
+	struct hand_trace t = {0};
+
+	/* TNT (one taken bit) before the TIP of the JMP at 0x4000: the bit
+	 * is for the JE after it. */
+	start(&t, 0x4000);
+	ht_tnt(&t, 1, 1);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x4000);
+	finish(&t);
+	expect("tip deferral", &t, &none, "E4000 4000 4002 4004 D4000 ",
+	       true);
+
+	/* MODE.Exec before the TIP of the RET at 0x2001: both stop there,
+	 * ptscope with the mismatch; libipt takes MODE.Exec and TIP as one
+	 * exec-mode event, finds no TIP left for the RET and ends the trace
+	 * (-pte_eos). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
+	finish(&t);
+	expect("mode at near ret", &t, &none, "E2000 2000 2001 R ", false);
+
+	/* PSB+ with a FUP, then nothing. */
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	expect("end after psb+", &t, &none, "E2000 ", true);
+}
+
 int main(void)
 {
 	skl014();
@@ -434,5 +482,6 @@ int main(void)
 	skd022();
 	apl12();
 	apl11();
+	binding_rules();
 	return pts_check_exit();
 }
