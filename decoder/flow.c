@@ -841,6 +841,10 @@ static void step_enabled(struct pts_flow *f)
 				pts_flow_error(f, (int)(int64_t)h->u.tsc, f->ip);
 				return;
 			case PTS_PKT_TIP_PGE:
+			case PTS_PKT_STOP:
+				/* TraceStop comes after the TIP.PGD of the
+				 * stop (SDM 36.2.4.3), never while on (libipt:
+				 * -pte_bad_context). */
 				pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, f->ip);
 				return;
 			default:

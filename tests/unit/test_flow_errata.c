@@ -20,7 +20,8 @@
  *   - MODE.Exec (and PIP, VMCS) bind only to a far transfer: before the
  *     TIP of a near RET it is an error;
  *   - a trace that ends right after a PSB+ with a FUP ends there, with no
- *     instruction walked.
+ *     instruction walked;
+ *   - TraceStop while tracing is on is an error (it follows a TIP.PGD).
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -465,6 +466,14 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
 	finish(&t);
 	expect("mode at near ret", &t, &none, "E2000 2000 2001 R ", false);
+
+	/* TraceStop while on: it comes after the TIP.PGD of a stop. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_put_kind(&t, PTS_PKT_STOP);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
+	finish(&t);
+	expect("stop while on", &t, &none, "E2000 R ", true);
 
 	/* PSB+ with a FUP, then nothing. */
 	memset(&t, 0, sizeof(t));
