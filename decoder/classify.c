@@ -87,6 +87,7 @@ static int handle_for(struct pts_insn_classifier *cls, int mode)
 struct prefixes {
 	size_t op;   /* index of the first opcode byte */
 	bool osz;    /* 0x66 seen */
+	bool asz;    /* 0x67 seen */
 	bool rep;    /* 0xF3 seen */
 	bool other_rep; /* 0xF2 seen */
 };
@@ -104,8 +105,10 @@ static void scan_prefixes(const uint8_t *b, size_t len, int mode,
 			p->rep = true;
 		else if (c == 0xf2)
 			p->other_rep = true;
+		else if (c == 0x67)
+			p->asz = true;
 		else if (c == 0xf0 || c == 0x2e || c == 0x36 || c == 0x3e ||
-			 c == 0x26 || c == 0x64 || c == 0x65 || c == 0x67)
+			 c == 0x26 || c == 0x64 || c == 0x65)
 			continue;
 		else if (mode == PTS_EXEC_64 && (c & 0xf0) == 0x40)
 			continue; /* REX */
@@ -261,6 +264,22 @@ static int classify_bytes(const uint8_t *b, size_t n, const struct prefixes *p,
 	}
 }
 
+/* The hint NOPs, 0F 18-0F 1F with any ModRM (SDM Vol. 2B, NOP; the
+ * reserved-NOP opcodes execute as NOPs): capstone 4 rejects some of their
+ * register forms (0F 1E FA without F3, 0F 1F C0), which libipt's decoder
+ * takes. Returns the size, 0 when @b is not one or is cut. */
+static int hint_nop_size(const uint8_t *b, size_t len, int mode,
+			 const struct prefixes *p)
+{
+	size_t i = p->op;
+	if (i + 2 >= len || b[i] != 0x0f || b[i + 1] < 0x18 || b[i + 1] > 0x1f)
+		return 0;
+	bool addr16 = mode == PTS_EXEC_16 ? !p->asz
+					  : mode == PTS_EXEC_32 && p->asz;
+	size_t m = pts_modrm_len(b + i + 2, len - i - 2, addr16);
+	return m && i + 2 + m <= len ? (int)(i + 2 + m) : 0;
+}
+
 /* Capstone's decode of the instruction at @bytes into cls->insn[@mode]
  * (@mode from handle_for()). Returns its size, 0 when it does not
  * decode. */
@@ -305,6 +324,8 @@ int pts_insn_classify(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 	size = pts_insn_length(bytes, len, mode);
 	if (!size)
 		size = capstone(cls, mode, ip, bytes, len);
+	if (!size)
+		size = hint_nop_size(bytes, len, mode, &p);
 	if (!size)
 		return len < MAX_INSN ? -PTS_ERR_TRUNCATED : -PTS_ERR_BAD_INSN;
 	info->size = (uint8_t)size;
@@ -351,9 +372,10 @@ int pts_insn_disasm(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 	int n;
 	if (info.iclass == PTS_INSN_PTWRITE) {
 		n = snprintf(out, cap, "ptwrite");
+	} else if (!capstone(cls, h, ip, bytes, len)) {
+		/* only the hint NOPs classify without capstone */
+		n = snprintf(out, cap, "nop");
 	} else {
-		if (!capstone(cls, h, ip, bytes, len))
-			return -PTS_ERR_BAD_INSN;
 		const cs_insn *insn = cls->insn[h];
 		n = snprintf(out, cap, "%s%s%s", insn->mnemonic,
 			     insn->op_str[0] ? " " : "", insn->op_str);

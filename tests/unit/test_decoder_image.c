@@ -261,6 +261,11 @@ static void test_classify(void)
 		{PTS_EXEC_64, {0xf3, 0x0f, 0xae, 0x25, 1, 2, 3, 4}, 8, 8, PTS_INSN_PTWRITE, 0, 0},
 		{PTS_EXEC_64, {0xf3, 0x0f, 0xae, 0x64, 0x24, 0x10}, 6, 6, PTS_INSN_PTWRITE, 0, 0},
 		{PTS_EXEC_64, {0xf3, 0x0f, 0x1e, 0xfa}, 4, 4, PTS_INSN_PLAIN, 0, 0},
+		/* hint NOPs capstone 4 rejects, libipt takes (SDM: NOP) */
+		{PTS_EXEC_64, {0x0f, 0x1e, 0xfa}, 3, 3, PTS_INSN_PLAIN, 0, 0},
+		{PTS_EXEC_64, {0x0f, 0x1f, 0xc0}, 3, 3, PTS_INSN_PLAIN, 0, 0},
+		{PTS_EXEC_64, {0x66, 0x0f, 0x19, 0x84, 0x24, 1, 2, 3, 4}, 9, 9, PTS_INSN_PLAIN, 0, 0},
+		{PTS_EXEC_32, {0x67, 0x0f, 0x1c, 0x46, 0x10}, 5, 5, PTS_INSN_PLAIN, 0, 0},
 		{PTS_EXEC_64, {0x0f, 0x22, 0xd8}, 3, 3, PTS_INSN_OTHER, 0, 0},
 		{PTS_EXEC_64, {0x0f, 0x22, 0xc0}, 3, 3, PTS_INSN_PLAIN, 0, 0},
 		{PTS_EXEC_64, {0x0f, 0x30}, 2, 2, PTS_INSN_OTHER, 0, 0},
