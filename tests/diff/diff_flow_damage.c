@@ -48,6 +48,12 @@
  *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2):
  *     ptscope reports the mismatch at the packet; libipt keeps it as a
  *     pending event and fails later, after a PSB too;
+ *   - RULE_TIMING: libipt 2.0.5 fails (-pte_bad_query) at a CBR it meets
+ *     where it looks for a TIP (its query decoder makes a CBR an event; a
+ *     CBR may come between any two packets, SDM 36.3.1: frequency
+ *     changes are asynchronous); ptscope does not bind timing packets to
+ *     the flow and goes on. (A TSC where a TIP was is not tolerated: the
+ *     TIP may be missing.)
  *   - RULE_HANG: code that loops without needing trace (jmp . after a
  *     damaged TIP) runs forever in libipt, which has no such limit; here
  *     it is cut at an instruction cap, and ptscope must stop with
@@ -873,13 +879,14 @@ static void run_ptscope(const struct base *b, const struct buf *trace,
 /* Comparison.                                                              */
 
 enum { RULE_ERR_COUNT, RULE_END_KIND, RULE_NEW_PACKET, RULE_HANG,
-       RULE_STATUS_EARLY, NRULES };
+       RULE_STATUS_EARLY, RULE_TIMING, NRULES };
 static const char *const rule_names[NRULES] = {
 	"both fail, one after more instructions",
 	"same flow, one ends cleanly, the other at cut data",
 	"packet unknown to libipt 2.0.5",
 	"loop without trace (libipt capped, ptscope NO_PROGRESS)",
 	"status packet with nothing to bind to (ptscope fails there)",
+	"libipt fails at a CBR, which the flow does not use",
 };
 
 struct kind_at {
@@ -896,14 +903,26 @@ static int find_kind(const struct pts_packet *p, void *ctx)
 	return 1;
 }
 
+static int kind_at(const struct buf *trace, uint64_t off)
+{
+	struct kind_at k = {off, -1};
+	each_packet(trace, find_kind, &k);
+	return k.kind;
+}
+
 /* Whether ptscope's error at @off is at a PIP, MODE.Exec or VMCS packet
  * (RULE_STATUS_EARLY). */
 static int status_packet_at(const struct buf *trace, uint64_t off)
 {
-	struct kind_at k = {off, -1};
-	each_packet(trace, find_kind, &k);
-	return k.kind == PTS_PKT_PIP || k.kind == PTS_PKT_MODE_EXEC ||
-	       k.kind == PTS_PKT_VMCS;
+	int kind = kind_at(trace, off);
+	return kind == PTS_PKT_PIP || kind == PTS_PKT_MODE_EXEC ||
+	       kind == PTS_PKT_VMCS;
+}
+
+/* Whether libipt's error at @off is at a CBR (RULE_TIMING). */
+static int cbr_at(const struct buf *trace, uint64_t off)
+{
+	return kind_at(trace, off) == PTS_PKT_CBR;
 }
 
 struct totals {
@@ -1043,6 +1062,14 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	    new_packet_in(c->trace, a->psb, b->end == END_ERROR ? b->off
 							       : UINT64_MAX)) {
 		tot->rules[RULE_NEW_PACKET]++;
+		return 0;
+	}
+	/* RULE_TIMING: libipt fails at a timing packet where ptscope goes on
+	 * (to the end or a later error). */
+	if (a->end == END_ERROR && la <= lb &&
+	    (b->end == END_EOS || b->off > a->off) &&
+	    cbr_at(c->trace, a->off)) {
+		tot->rules[RULE_TIMING]++;
 		return 0;
 	}
 	/* RULE_HANG: libipt walks a loop that needs no trace until its cap;
