@@ -11,6 +11,7 @@ static void trace_state_init(struct pts_flow *f)
 {
 	f->qhead = f->qlen = 0;
 	f->ended = f->pkt_eos = false;
+	f->q_in_psb = false;
 	f->st = ST_NOSYNC;
 	f->ip = f->cr3 = 0;
 	f->mode = PTS_EXEC_64;
@@ -157,6 +158,15 @@ static int queue_batch(struct pts_flow *f, struct pts_input *in)
 	for (unsigned i = tail; i < tail + (unsigned)r; i++) {
 		if (ignored(f->q[i].kind))
 			continue;
+		if (f->q[i].kind == PTS_PKT_PSB) {
+			f->q_in_psb = true;
+		} else if (f->q[i].kind == PTS_PKT_OVF) {
+			f->q_in_psb = false;
+		} else if (f->q[i].kind == PTS_PKT_PSBEND) {
+			if (!f->q_in_psb)
+				continue;
+			f->q_in_psb = false;
+		}
 		if (w != i)
 			f->q[w] = f->q[i];
 		w++;

@@ -46,6 +46,9 @@ struct pts_flow {
 	uint64_t filter_a[4], filter_b[4];
 	unsigned nfilter;
 
+	/* Whether the last PSB queued has not seen its PSBEND (or OVF) yet:
+	 * a PSBEND outside PSB+ is dropped (libipt ignores it). */
+	bool q_in_psb;
 	/* Packet queue: q[qhead .. qhead + qlen). */
 	struct pts_packet q[QUEUE_CAP];
 	unsigned qhead, qlen;

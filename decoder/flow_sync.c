@@ -194,11 +194,9 @@ void pts_flow_step_psb(struct pts_flow *f)
 		f->st = ST_DISABLED;
 		pts_flow_overflow(f);
 		return;
-	case PTS_PKT_PSB:
-		break; /* a PSB+ may repeat its PSB (unusual, harmless) */
 	default:
-		if (pts_flow_codeless(f))
-			return;
+		/* Only status packets in PSB+ (SDM 36.3.7; libipt
+		 * pt_qry_read_psb_header: -pte_bad_context). */
 		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
 		return;
 	}
@@ -450,6 +448,7 @@ static void enable(struct pts_flow *f, unsigned n)
 	r->cr3 = f->cr3;
 	f->ip = ip;
 	f->st = ST_ENABLED;
+	pts_flow_at_end(f);
 }
 
 void pts_flow_step_disabled(struct pts_flow *f)

@@ -21,7 +21,9 @@
  *     TIP of a near RET it is an error;
  *   - a trace that ends right after a PSB+ with a FUP ends there, with no
  *     instruction walked;
- *   - TraceStop while tracing is on is an error (it follows a TIP.PGD).
+ *   - TraceStop while tracing is on is an error (it follows a TIP.PGD);
+ *   - a PSBEND outside PSB+ means nothing; a PSB inside PSB+ is an error;
+ *   - a trace that ends right after a TIP.PGE ends there.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -474,6 +476,35 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
 	finish(&t);
 	expect("stop while on", &t, &none, "E2000 R ", true);
+
+	/* A PSBEND outside PSB+ means nothing (libipt ignores it), here
+	 * between the deferred TIP and the TNT before it. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x4000);
+	ht_tnt(&t, 1, 1);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x4000);
+	finish(&t);
+	expect("stray psbend", &t, &none, "E4000 4000 4002 4004 D4000 ",
+	       true);
+
+	/* Only status packets in PSB+: a second PSB is an error (libipt:
+	 * bad context). ptscope then syncs at that PSB, whose PSB+ is
+	 * whole; libipt's sync goes past it and finds no other. */
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	mode64(&t);
+	ht_psb(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
+	expect("psb in psb+", &t, &none, "R E2000 2000 2001 ", false);
+
+	/* TIP.PGE, then nothing. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	expect("end after pge", &t, &none, "E2000 ", true);
 
 	/* PSB+ with a FUP, then nothing. */
 	memset(&t, 0, sizeof(t));
