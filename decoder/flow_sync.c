@@ -80,13 +80,19 @@ void pts_flow_enter_psb(struct pts_flow *f)
 	f->tnt_count = 0;
 }
 
+/* The mode a MODE.Exec gives. */
+static uint8_t exec_mode(const struct pts_packet *p)
+{
+	uint8_t l = p->u.exec.csl, d = p->u.exec.csd;
+	if (l && d)
+		return PTS_EXEC_UNKNOWN; /* reserved combination */
+	return l ? PTS_EXEC_64 : d ? PTS_EXEC_32 : PTS_EXEC_16;
+}
+
 void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 			uint64_t ip, uint8_t flags)
 {
-	uint8_t l = p->u.exec.csl, d = p->u.exec.csd;
-	f->mode = l ? PTS_EXEC_64 : d ? PTS_EXEC_32 : PTS_EXEC_16;
-	if (l && d)
-		f->mode = PTS_EXEC_UNKNOWN; /* reserved combination */
+	f->mode = exec_mode(p);
 	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_EXEC_MODE, ip,
 						p->offset);
 	r->arg = f->mode;
@@ -170,6 +176,13 @@ void pts_flow_step_psb(struct pts_flow *f)
 		}
 		break;
 	case PTS_PKT_MODE_EXEC:
+		/* While tracing, PSB+ restates the mode: another one means a
+		 * lost MODE.Exec (libipt: bad status update). */
+		if (f->psb_was_enabled && f->mode != PTS_EXEC_UNKNOWN &&
+		    exec_mode(p) != f->mode) {
+			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+			return;
+		}
 		pts_flow_exec_mode(f, p, 0, PTS_EV_F_STATUS);
 		break;
 	case PTS_PKT_PIP:

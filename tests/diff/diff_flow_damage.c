@@ -47,7 +47,8 @@
  *   - RULE_STATUS_EARLY: a PIP, MODE.Exec or VMCS that nothing can take
  *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2):
  *     ptscope reports the mismatch at the packet; libipt keeps it as a
- *     pending event and fails later, after a PSB too;
+ *     pending event and fails later, after a PSB too, or binds it to a
+ *     later TIP or instruction and goes on;
  *   - RULE_TIMING: libipt 2.0.5 fails (-pte_bad_query) at a CBR it meets
  *     where it looks for a TIP (its query decoder makes a CBR an event; a
  *     CBR may come between any two packets, SDM 36.3.1: frequency
@@ -1062,6 +1063,14 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	    new_packet_in(c->trace, a->psb, b->end == END_ERROR ? b->off
 							       : UINT64_MAX)) {
 		tot->rules[RULE_NEW_PACKET]++;
+		return 0;
+	}
+	/* RULE_STATUS_EARLY with libipt going on: it binds a MODE.Exec to the
+	 * next TIP of any branch (applied at that TIP's IP) and keeps a PIP
+	 * for a later MOV CR3 or far branch. */
+	if (b->end == END_ERROR && !fails(a) && la >= lb &&
+	    status_packet_at(c->trace, b->off)) {
+		tot->rules[RULE_STATUS_EARLY]++;
 		return 0;
 	}
 	/* RULE_TIMING: libipt fails at a timing packet where ptscope goes on

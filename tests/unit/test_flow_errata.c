@@ -23,7 +23,8 @@
  *     instruction walked;
  *   - TraceStop while tracing is on is an error (it follows a TIP.PGD);
  *   - a PSBEND outside PSB+ means nothing; a PSB inside PSB+ is an error;
- *   - a trace that ends right after a TIP.PGE ends there.
+ *   - a trace that ends right after a TIP.PGE ends there;
+ *   - while tracing, a PSB+ MODE.Exec must restate the current mode.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -500,6 +501,18 @@ static void binding_rules(void)
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
 	expect("psb in psb+", &t, &none, "R E2000 2000 2001 ", false);
+
+	/* While tracing, a PSB+ MODE.Exec other than the mode: a lost
+	 * MODE.Exec (libipt: bad status update). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_psb(&t);
+	ht_mode(&t, 0, 1);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("mode change in psb+", &t, &none, "E2000 R ", true);
 
 	/* TIP.PGE, then nothing. */
 	memset(&t, 0, sizeof(t));
