@@ -45,10 +45,12 @@
  *     BIP, BEP; bit flips make them) are -pte_bad_opc for libipt and
  *     decoded by ptscope: libipt's segment may end there;
  *   - RULE_STATUS_EARLY: a PIP, MODE.Exec or VMCS that nothing can take
- *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2):
- *     ptscope reports the mismatch at the packet; libipt keeps it as a
- *     pending event and fails later, after a PSB too, or binds it to a
- *     later TIP or instruction and goes on;
+ *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2), or a
+ *     FUP where a branch needs its TIP (a FUP outside PSB+ starts an
+ *     asynchronous event at its own IP and is never alone: SDM Table
+ *     36-15): ptscope reports the mismatch at the packet; libipt keeps it
+ *     as a pending event and fails later, after a PSB too, or binds it to
+ *     a later TIP or instruction and goes on;
  *   - RULE_TIMING: libipt 2.0.5 fails (-pte_bad_query) at a CBR it meets
  *     where it looks for a TIP (its query decoder makes a CBR an event; a
  *     CBR may come between any two packets, SDM 36.3.1: frequency
@@ -921,7 +923,7 @@ static const char *const rule_names[NRULES] = {
 	"same flow, one ends cleanly, the other at cut data",
 	"packet unknown to libipt 2.0.5",
 	"loop without trace (libipt capped, ptscope NO_PROGRESS)",
-	"status packet with nothing to bind to (ptscope fails there)",
+	"a packet nothing can take (ptscope fails there)",
 	"libipt fails at a CBR, which the flow does not use",
 	"an instruction invalid in 64-bit mode, sized by libipt",
 	"a TIP.PGD without IP bound by ptscope only (kept on purpose)",
@@ -948,13 +950,13 @@ static int kind_at(const struct buf *trace, uint64_t off)
 	return k.kind;
 }
 
-/* Whether ptscope's error at @off is at a PIP, MODE.Exec or VMCS packet
- * (RULE_STATUS_EARLY). */
+/* Whether ptscope's error at @off is at a PIP, MODE.Exec, VMCS or FUP
+ * packet (RULE_STATUS_EARLY). */
 static int status_packet_at(const struct buf *trace, uint64_t off)
 {
 	int kind = kind_at(trace, off);
 	return kind == PTS_PKT_PIP || kind == PTS_PKT_MODE_EXEC ||
-	       kind == PTS_PKT_VMCS;
+	       kind == PTS_PKT_VMCS || kind == PTS_PKT_FUP;
 }
 
 /* Whether the instruction at @ip is invalid in 64-bit mode by the opcode
