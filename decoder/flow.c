@@ -694,8 +694,10 @@ static void async_event(struct pts_flow *f)
 		t->kind == PTS_PKT_VMCS))
 		i++;
 	if (!t || (t->kind != PTS_PKT_TIP && t->kind != PTS_PKT_TIP_PGD)) {
-		if (tsx || !i) /* TSX commit/begin: the flow goes on here */
+		if (tsx) /* TSX commit/begin: the flow goes on here */
 			return;
+		/* A FUP is never alone (SDM Table 36-15): without its TIP or
+		 * TIP.PGD the trace does not fit (libipt fails too). */
 		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, at);
 		return;
 	}

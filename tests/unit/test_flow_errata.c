@@ -24,7 +24,8 @@
  *   - TraceStop while tracing is on is an error (it follows a TIP.PGD);
  *   - a PSBEND outside PSB+ means nothing; a PSB inside PSB+ is an error;
  *   - a trace that ends right after a TIP.PGE ends there;
- *   - while tracing, a PSB+ MODE.Exec must restate the current mode.
+ *   - while tracing, a PSB+ MODE.Exec must restate the current mode;
+ *   - a FUP with no TIP or TIP.PGD after it is an error.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -513,6 +514,14 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
 	finish(&t);
 	expect("mode change in psb+", &t, &none, "E2000 R ", true);
+
+	/* A FUP with neither TIP nor TIP.PGD after it: both stop, libipt
+	 * before the NOP (it reads the FUP ahead and fails at once). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
+	finish(&t);
+	expect("lone fup", &t, &none, "E2000 2000 R ", false);
 
 	/* TIP.PGE, then nothing. */
 	memset(&t, 0, sizeof(t));
