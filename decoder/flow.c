@@ -253,13 +253,9 @@ static void end_of_trace(struct pts_flow *f, uint64_t ip)
 	f->st = ST_DONE;
 }
 
-bool pts_flow_at_end(struct pts_flow *f)
+void pts_flow_end_here(struct pts_flow *f)
 {
-	if (f->st == ST_ENABLED && !f->tnt_count && !f->qlen && f->pkt_eos) {
-		end_of_trace(f, f->ip);
-		return true;
-	}
-	return false;
+	end_of_trace(f, f->ip);
 }
 
 /* Pushes return address @ip; @link (may be NULL) is the link that will
@@ -640,7 +636,7 @@ static bool stop_ip(const struct pts_flow *f, const struct pts_packet *h,
 	return true;
 }
 
-static int next_block(struct pts_flow *f, struct pts_block **out);
+static inline int next_block(struct pts_flow *f, struct pts_block **out);
 
 /* Whether the instruction at @ip is VMLAUNCH or VMRESUME. */
 static bool is_vmentry(const struct pts_flow *f, uint64_t ip)
@@ -730,18 +726,12 @@ static void async_event(struct pts_flow *f)
 	f->st = ST_DISABLED;
 }
 
-/* The block at f->ip: through the link resolve() pointed at when it knows
- * the block (no hashing), else from the cache, remembered in that link for
- * the next time. Links are hints: a block is used only when it matches. */
-static int next_block(struct pts_flow *f, struct pts_block **out)
+/* The block at f->ip when no link knows it: from the IP table or the
+ * cache, then remembered in @link (may be NULL) for the next time. */
+static int lookup_block(struct pts_flow *f, struct pts_block **link,
+			struct pts_block **out)
 {
-	struct pts_block **link = f->link, *b;
-	f->link = NULL;
-	if (link && (b = *link) && b->ip == f->ip && b->cr3 == f->cr3 &&
-	    b->mode == f->mode) {
-		*out = b;
-		return 0;
-	}
+	struct pts_block *b;
 	/* Function entries and other indirect targets are few: a small
 	 * table keyed by a multiplicative hash of the IP finds most. */
 	struct pts_block **slot =
@@ -765,6 +755,21 @@ static int next_block(struct pts_flow *f, struct pts_block **out)
 	*slot = b;
 	*out = b;
 	return 0;
+}
+
+/* The block at f->ip: through the link resolve() pointed at when it knows
+ * the block (no hashing; inline, as it is the common case), else looked
+ * up. Links are hints: a block is used only when it matches. */
+static inline int next_block(struct pts_flow *f, struct pts_block **out)
+{
+	struct pts_block **link = f->link, *b;
+	f->link = NULL;
+	if (link && (b = *link) && b->ip == f->ip && b->cr3 == f->cr3 &&
+	    b->mode == f->mode) {
+		*out = b;
+		return 0;
+	}
+	return lookup_block(f, link, out);
 }
 
 /* Starts loading both blocks @b may lead to (both lines each: the hot

@@ -151,10 +151,19 @@ void pts_flow_overflow(struct pts_flow *f);
 /* Handles a packet that needs no code (power, stop, CFE/EVD, BEP, ...) at
  * the head. Returns true when it did. */
 bool pts_flow_codeless(struct pts_flow *f);
+/* Ends the trace at f->ip: the end event, ST_DONE. */
+void pts_flow_end_here(struct pts_flow *f);
 /* After a packet was consumed, while enabled: libipt reports the end of
  * the trace as soon as no TNT bit is pending and no packet is left, before
- * walking on. Returns true when it ended the trace here. */
-bool pts_flow_at_end(struct pts_flow *f);
+ * walking on. Returns true when it ended the trace here. Inline: the walker
+ * asks after every block. */
+static inline bool pts_flow_at_end(struct pts_flow *f)
+{
+	if (f->qlen || f->tnt_count || !f->pkt_eos || f->st != ST_ENABLED)
+		return false;
+	pts_flow_end_here(f);
+	return true;
+}
 /* Enters PSB+ at the PSB at the head. */
 void pts_flow_enter_psb(struct pts_flow *f);
 /* Applies a MODE.Exec packet: the mode, and an event. */
