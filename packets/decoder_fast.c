@@ -44,15 +44,16 @@
  * Size 0 sends the byte to pts_fast_rare(): every packet whose size does
  * not follow from its first byte, the CYCs of two bytes or more (their
  * payload is shifted), the sext-48 IPs (sign extension), and errors. */
+/* The IP packet kinds by the low 5 bits of their first byte (0: none). */
+static const uint8_t ip_kind[32] = {
+	[0x0d] = PTS_PKT_TIP,
+	[0x11] = PTS_PKT_TIP_PGE,
+	[0x01] = PTS_PKT_TIP_PGD,
+	[0x1d] = PTS_PKT_FUP,
+};
+
 static void pts_fast_table(struct pts_fast_op *ops, uint8_t *sizes)
 {
-	static const uint8_t ip_kind[32] = {
-		[0x0d] = PTS_PKT_TIP,
-		[0x11] = PTS_PKT_TIP_PGE,
-		[0x01] = PTS_PKT_TIP_PGD,
-		[0x1d] = PTS_PKT_FUP,
-	};
-
 	memset(ops, 0, 256 * sizeof(*ops));
 	for (unsigned b = 0; b < 256; b++) {
 		struct pts_fast_op *op = ops + b;
@@ -165,8 +166,9 @@ void pts_fast_init(struct pts_fast_tab *tab, int skd007)
 	tab->blocks = (uint8_t)pts_fast_blocks_supported();
 }
 
-/* CYCs of two bytes or more, long TNT, and through pts_pkt_parse() sext-48
- * IPs, extended packets and MODE (contract in packets_internal.h). */
+/* CYCs of two bytes or more, long TNT, sext-48 IPs, and through
+ * pts_pkt_parse() extended packets and MODE (contract in
+ * packets_internal.h). */
 unsigned pts_fast_rare(const struct pts_fast_tab *tab, const uint8_t *q,
 		       size_t avail, uint64_t off, uint64_t *lip, uint8_t *blk,
 		       struct pts_packet *pk)
@@ -202,8 +204,22 @@ unsigned pts_fast_rare(const struct pts_fast_tab *tab, const uint8_t *q,
 		return 8;
 	}
 
-	/* sext-48 IPs, extended packets, MODE, and errors (reserved IPBytes
-	 * among them). */
+	if ((q[0] >> 5) == PTS_IPC_SEXT_48 && ip_kind[q[0] & 0x1f] &&
+	    avail >= 7) {
+		/* A full IP after a far transfer (kernel entry and exit):
+		 * one in a few dozen packets of a trace with system calls,
+		 * ten times the cost through the parser. */
+		uint64_t payload = pts_load_le(q + 1, 6);
+
+		*lip = pts_sext48(payload);
+		pts_fast_put(pk, off,
+			     pts_hdr(ip_kind[q[0] & 0x1f], 7, PTS_IPC_SEXT_48),
+			     payload, *lip);
+		return 7;
+	}
+
+	/* Extended packets, MODE, and errors (reserved IPBytes among
+	 * them). */
 	r = pts_pkt_parse(q, avail, 0, pk);
 	if (r <= 0)
 		return 0;
