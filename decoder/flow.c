@@ -28,7 +28,7 @@ static void trace_state_init(struct pts_flow *f)
 	memset(f->hint_link, 0, sizeof(f->hint_link));
 	f->hint_top = 0;
 	f->idle = 0;
-	f->psb_was_enabled = f->psb_have_fup = false;
+	f->psb_was_enabled = f->psb_have_fup = f->psb_stop = false;
 	f->psb_ip = 0;
 	f->out = NULL;
 	f->out_n = f->out_max = 0;
@@ -795,9 +795,23 @@ static bool may_go_on(const struct pts_flow *f)
 	       (f->qlen >= LOOKAHEAD || f->pkt_eos) && !f->cache_full;
 }
 
+/* Whether the instruction that ends @b takes a packet (no TNT bit is
+ * pending: a PSB+ flushes them). */
+static bool takes_packet(const struct pts_block *b)
+{
+	switch (b->last_class) {
+	case PTS_INSN_JCC: case PTS_INSN_JMP_IND: case PTS_INSN_CALL_IND:
+	case PTS_INSN_RET: case PTS_INSN_FAR:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Walks @b segment by segment, for when a packet other than TNT and TIP
  * is at the head: a TIP.PGD may bind to a followed direct branch, an async
- * event (at @stop, when @have_stop) to any instruction after the first.
+ * event (at @stop, when @have_stop) to any instruction after the first;
+ * or while the walk has to get to the PSB+ FUP's IP (@stop then).
  * Returns true when the walk may go on with the next block. */
 static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 			 bool have_stop, uint64_t stop)
@@ -813,6 +827,10 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 			if (i > s)
 				deliver(f, b, s, i - s);
 			f->ip = stop;
+			if (f->psb_stop) {
+				f->psb_stop = false; /* packets go on here */
+				return false;
+			}
 			async_event(f);
 			pts_flow_at_end(f);
 			return false;
@@ -828,6 +846,13 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 	}
 	if (++f->idle > f->idle_limit) {
 		pts_flow_error(f, -PTS_ERR_NO_PROGRESS, f->ip);
+		return false;
+	}
+	if (f->psb_stop && takes_packet(b)) {
+		/* The packets after the PSB+ are for the instructions from its
+		 * FUP's IP on, which the walk did not get to (libipt: bad
+		 * query, its PSB+ events wait for that IP). */
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, b->last_ip);
 		return false;
 	}
 	resolve(f, b);
@@ -874,6 +899,15 @@ static void step_enabled(struct pts_flow *f)
 					return;
 				}
 				careful = true;
+			}
+		}
+		if (f->psb_stop) {
+			/* Up to the PSB+ FUP's IP, the walk takes no
+			 * packet. */
+			f->psb_stop = f->ip != f->psb_ip;
+			if (f->psb_stop) {
+				have_stop = careful = true;
+				stop = f->psb_ip;
 			}
 		}
 		struct pts_block *b;

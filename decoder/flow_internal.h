@@ -84,6 +84,11 @@ struct pts_flow {
 	/* PSB+ being read. */
 	bool psb_was_enabled, psb_have_fup;
 	uint64_t psb_ip;
+	/* After a PSB+ met while walking: its FUP is the IP where decoding
+	 * goes on (SDM 36.3.7), the packets after it are for the
+	 * instructions from there on. The walk must get to psb_ip before it
+	 * takes another packet. */
+	bool psb_stop;
 
 	/* Output: straight into the caller's array during pts_flow_next(),
 	 * what does not fit waits in @pend. */

@@ -125,6 +125,7 @@ static void psb_end(struct pts_flow *f)
 		}
 		/* Already walking: the FUP is where the walker will get
 		 * without packets; the walk goes on from where it is. */
+		f->psb_stop = f->ip != f->psb_ip;
 		f->st = ST_ENABLED;
 		pts_flow_at_end(f);
 	} else {
@@ -206,6 +207,11 @@ void pts_flow_step_psb(struct pts_flow *f)
 		/* OVF ends PSB+; the overflow decides where we are. */
 		f->st = ST_DISABLED;
 		pts_flow_overflow(f);
+		return;
+	case PKT_ERROR:
+		/* A packet that does not decode is that error, not a
+		 * packet out of context: cut data stays TRUNCATED. */
+		pts_flow_error(f, (int)(int64_t)p->u.tsc, 0);
 		return;
 	default:
 		/* Only status packets in PSB+ (SDM 36.3.7; libipt
@@ -301,6 +307,7 @@ void pts_flow_overflow(struct pts_flow *f)
 		pts_flow_pop(f);
 		f->ip = next->u.ip.ip;
 		pts_flow_pop(f);
+		f->psb_stop = false;
 		f->st = ST_ENABLED;
 		pts_flow_event(f, PTS_EV_OVERFLOW, f->ip, off);
 		pts_flow_at_end(f);
@@ -460,6 +467,7 @@ static void enable(struct pts_flow *f, unsigned n)
 	r->mode = f->mode;
 	r->cr3 = f->cr3;
 	f->ip = ip;
+	f->psb_stop = false;
 	f->st = ST_ENABLED;
 	pts_flow_at_end(f);
 }

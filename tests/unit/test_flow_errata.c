@@ -25,7 +25,10 @@
  *   - a PSBEND outside PSB+ means nothing; a PSB inside PSB+ is an error;
  *   - a trace that ends right after a TIP.PGE ends there;
  *   - while tracing, a PSB+ MODE.Exec must restate the current mode;
- *   - a FUP with no TIP or TIP.PGD after it is an error.
+ *   - a FUP with no TIP or TIP.PGD after it is an error;
+ *   - a packet cut by the end inside PSB+ is reported as cut data;
+ *   - a PSB+ met while walking: the walk must get to its FUP's IP before
+ *     it takes another packet.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -80,7 +83,8 @@ static void mode64(struct hand_trace *t)
 
 /* The flow as text: "E1000" enabled, "D" disabled (with the TIP.PGD's IP
  * when it has one), "A" async disabled, "O" overflow (with the IP it
- * resolved at when tracing is on), "R" error, instruction addresses. */
+ * resolved at when tracing is on), "R" error, "C" the trace cut inside a
+ * packet, instruction addresses. */
 static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 		   char *out, size_t cap)
 {
@@ -103,8 +107,10 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 						out + len, cap - len, "%llx ",
 						(unsigned long long)r->ips[k]);
 			} else if (r->kind == PTS_FLOW_ERROR) {
-				len += (size_t)snprintf(out + len, cap - len,
-							"R ");
+				len += (size_t)snprintf(
+					out + len, cap - len, "%s ",
+					r->error == -PTS_ERR_TRUNCATED ? "C"
+								       : "R");
 			} else if (r->type == PTS_EV_ENABLED) {
 				len += (size_t)snprintf(out + len, cap - len,
 							"E%llx ", ip);
@@ -445,6 +451,34 @@ static void apl11(void)
 	       true);
 }
 
+/* Tracing on at 0x4000, the JMP's TIP to 0x1000, then a PSB+ with a PIP
+ * and a FUP at @fup; then the RET's TIP, a bit for the JE, a TIP.PGD.
+ * (libipt fails at the RET when its FUP is elsewhere because of the PIP:
+ * the paging event waits for the FUP's IP; without one, it goes on up to
+ * the next event.) */
+static void walk_to_psb_fup(uint64_t fup, const char *label,
+			    const char *want)
+{
+	struct pts_flow_config none = {0};
+	struct hand_trace t = {0};
+	struct pts_packet pip;
+	memset(&pip, 0, sizeof(pip));
+	pip.kind = PTS_PKT_PIP;
+	pip.u.pip.cr3 = 0x1000;
+	start(&t, 0x4000);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
+	ht_psb(&t);
+	ht_put(&t, &pip);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, fup);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
+	ht_tnt(&t, 1, 1);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x4000);
+	finish(&t);
+	expect(label, &t, &none, want, true);
+}
+
 static void binding_rules(void)
 {
 	struct pts_flow_config none = {0};
@@ -535,6 +569,30 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	expect("end after psb+", &t, &none, "E2000 ", true);
+
+	/* The TIP of the JMP at 0x4000, then a PSB+ whose FUP is cut by the
+	 * end: cut data, as anywhere else (it used to be a packet out of
+	 * context). libipt ends cleanly: it ignores a cut status packet it
+	 * reads ahead. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x4000);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x2000);
+	ht_psb(&t);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	t.len--;
+	expect("cut in psb+", &t, &none, "E4000 4000 C ", false);
+
+	/* A PSB+ where the walk is at 0x1000 (TIP of the JMP at 0x4000):
+	 * its FUP must lie on the way to the next branch that takes a packet
+	 * (the RET at 0x2001), at a block start or inside one. */
+	walk_to_psb_fup(0x2000, "psb+ fup at jmp target",
+			"E4000 4000 1000 2000 2001 4002 4004 D4000 ");
+	walk_to_psb_fup(0x2001, "psb+ fup ahead",
+			"E4000 4000 1000 2000 2001 4002 4004 D4000 ");
+	/* Off the way: the TIP after the PSB+ is not the RET's. */
+	walk_to_psb_fup(0x3000, "psb+ fup off the way",
+			"E4000 4000 1000 2000 2001 R ");
 }
 
 int main(void)
