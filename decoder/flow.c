@@ -461,7 +461,8 @@ static bool in_filter(const struct pts_flow *f, uint64_t ip)
 static bool direct_disable(struct pts_flow *f, uint64_t ip, uint64_t target)
 {
 	const struct pts_packet *h;
-	if (f->tnt_count || !(h = pts_flow_peek(f, 0)) ||
+	/* Short of the PSB+ FUP's IP, no packet binds (psb_stop). */
+	if (f->tnt_count || f->psb_stop || !(h = pts_flow_peek(f, 0)) ||
 	    h->kind != PTS_PKT_TIP_PGD)
 		return false;
 	if (h->ipc == PTS_IPC_SUPPRESSED

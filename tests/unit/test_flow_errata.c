@@ -28,7 +28,8 @@
  *   - a FUP with no TIP or TIP.PGD after it is an error;
  *   - a packet cut by the end inside PSB+ is reported as cut data;
  *   - a PSB+ met while walking: the walk must get to its FUP's IP before
- *     it takes another packet.
+ *     it takes another packet (a TIP.PGD does not bind to a direct branch
+ *     on the way).
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -452,11 +453,11 @@ static void apl11(void)
 }
 
 /* Tracing on at 0x4000, the JMP's TIP to 0x1000, then a PSB+ with a PIP
- * and a FUP at @fup; then the RET's TIP, a bit for the JE, a TIP.PGD.
- * (libipt fails at the RET when its FUP is elsewhere because of the PIP:
- * the paging event waits for the FUP's IP; without one, it goes on up to
- * the next event.) */
-static void walk_to_psb_fup(uint64_t fup, const char *label,
+ * and a FUP at @fup; then, with no @pgd, the RET's TIP, a bit for the JE, a
+ * TIP.PGD; else only a TIP.PGD with IP @pgd. (libipt fails at the RET when
+ * its FUP is elsewhere because of the PIP: the paging event waits for the
+ * FUP's IP; without one, it goes on up to the next event.) */
+static void walk_to_psb_fup(uint64_t fup, uint64_t pgd, const char *label,
 			    const char *want)
 {
 	struct pts_flow_config none = {0};
@@ -472,9 +473,11 @@ static void walk_to_psb_fup(uint64_t fup, const char *label,
 	mode64(&t);
 	ht_put_ip(&t, PTS_PKT_FUP, fup);
 	ht_put_kind(&t, PTS_PKT_PSBEND);
-	ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
-	ht_tnt(&t, 1, 1);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x4000);
+	if (!pgd) {
+		ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
+		ht_tnt(&t, 1, 1);
+	}
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, pgd ? pgd : 0x4000);
 	finish(&t);
 	expect(label, &t, &none, want, true);
 }
@@ -586,13 +589,19 @@ static void binding_rules(void)
 	/* A PSB+ where the walk is at 0x1000 (TIP of the JMP at 0x4000):
 	 * its FUP must lie on the way to the next branch that takes a packet
 	 * (the RET at 0x2001), at a block start or inside one. */
-	walk_to_psb_fup(0x2000, "psb+ fup at jmp target",
+	walk_to_psb_fup(0x2000, 0, "psb+ fup at jmp target",
 			"E4000 4000 1000 2000 2001 4002 4004 D4000 ");
-	walk_to_psb_fup(0x2001, "psb+ fup ahead",
+	walk_to_psb_fup(0x2001, 0, "psb+ fup ahead",
 			"E4000 4000 1000 2000 2001 4002 4004 D4000 ");
 	/* Off the way: the TIP after the PSB+ is not the RET's. */
-	walk_to_psb_fup(0x3000, "psb+ fup off the way",
+	walk_to_psb_fup(0x3000, 0, "psb+ fup off the way",
 			"E4000 4000 1000 2000 2001 R ");
+	/* A TIP.PGD after the PSB+ at the target of the JMP at 0x1000, which
+	 * the walk passes before the FUP's IP: it is for the RET there, not
+	 * for the JMP (SDM 36.3.7: the packets after PSB+ are for the code
+	 * from the FUP's IP on). */
+	walk_to_psb_fup(0x2001, 0x2000, "psb+ pgd past the jmp",
+			"E4000 4000 1000 2000 2001 D2000 ");
 }
 
 int main(void)
