@@ -353,15 +353,49 @@ static inline void walked(struct pts_input *in, uint64_t *offp, ptrdiff_t n,
 	*blk = bk;
 }
 
-/* The results of the TNT-8s at the bytes of @b that @mask marks. */
-static PTS_AVX2 inline uint64_t tnt_results(const uint8_t *b, uint64_t mask)
+/* The results of the TNT-8s at the bytes of @b that @mask marks, one by
+ * one (a TNT-8 byte's stop bit is at bit n + 1 for n results). */
+static PTS_AVX2 inline uint64_t tnt_results_avx2(const uint8_t *b,
+						 uint64_t mask)
 {
 	uint64_t bits = 0;
 
-	/* stop bit at bit n + 1 of the byte for n results */
 	for (; mask; mask &= mask - 1)
 		bits += 30 - _lzcnt_u32(b[_tzcnt_u64(mask)]);
 	return bits;
+}
+
+/* n for every TNT-8 byte x >= 4 by x >> 2 (the stop bit is at bit n + 1,
+ * so at bit n - 1 of x >> 2), and 0 for x >> 2 = 0. */
+static const uint8_t tnt_results_by_quarter[64] = {
+	0, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4,
+	5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5,
+	6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6,
+	6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6};
+
+/* The same for the whole block at once: a byte permute gives every byte's
+ * results, the mask keeps the TNT-8s, a sum of absolute differences adds
+ * them up. A skim crosses about 26 TNT-8s a block in a capture: one by
+ * one, they were a fifth of `windows`' time on a stream without CYC. */
+static PTS_VBMI inline uint64_t tnt_results_vbmi(const uint8_t *b,
+						 uint64_t mask)
+{
+	/* x >> 2 for every byte by a 16-bit shift: the byte permute reads
+	 * the low 6 bits of each index, not the 2 the next byte shifts in */
+	const __m512i quarter =
+		_mm512_srli_epi16(_mm512_loadu_si512((const void *)b), 2);
+	const __m512i n = _mm512_maskz_permutexvar_epi8(
+		mask, quarter,
+		_mm512_loadu_si512((const void *)tnt_results_by_quarter));
+
+	return (uint64_t)_mm512_reduce_add_epi64(
+		_mm512_sad_epu8(n, _mm512_setzero_si512()));
+}
+
+static PTS_AVX2 inline uint64_t tnt_results(const uint8_t *b, uint64_t mask,
+					    const int vbmi)
+{
+	return vbmi ? tnt_results_vbmi(b, mask) : tnt_results_avx2(b, mask);
 }
 
 /* What a walk gives: @counts (counting), or packets into @out, what it
@@ -567,7 +601,7 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			w->sum.packets += (uint64_t)_mm_popcnt_u64(runs);
 			w->sum.tnt_packets +=
 				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
-			w->sum.tnt_bits += tnt_results(b, runs & k->tnt);
+			w->sum.tnt_bits += tnt_results(b, runs & k->tnt, vbmi);
 			/* at most 64 packets start in a block */
 			if (w->ncalls) {
 				w->call->fn(w->call->ctx, w->calls, w->ncalls);
