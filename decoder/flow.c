@@ -693,6 +693,13 @@ static void async_event(struct pts_flow *f)
 	if (!t || (t->kind != PTS_PKT_TIP && t->kind != PTS_PKT_TIP_PGD)) {
 		if (tsx) /* TSX commit/begin: the flow goes on here */
 			return;
+		if (!f->qlen && f->pkt_eos) {
+			/* The trace ends after the FUP: its TIP or TIP.PGD is
+			 * cut off, as the packet of a branch at the end
+			 * (missing()); the walk got to the FUP's IP. */
+			end_of_trace(f, at);
+			return;
+		}
 		/* A FUP is never alone (SDM Table 36-15): without its TIP or
 		 * TIP.PGD the trace does not fit (libipt fails too). */
 		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, at);

@@ -25,7 +25,8 @@
  *   - a PSBEND outside PSB+ means nothing; a PSB inside PSB+ is an error;
  *   - a trace that ends right after a TIP.PGE ends there;
  *   - while tracing, a PSB+ MODE.Exec must restate the current mode;
- *   - a FUP with no TIP or TIP.PGD after it is an error;
+ *   - a FUP with no TIP or TIP.PGD after it is an error, unless the
+ *     trace ends after it (the walk ends at its IP);
  *   - a packet cut by the end inside PSB+ is reported as cut data;
  *   - a PSB+ met while walking: the walk must get to its FUP's IP before
  *     it takes another packet (a TIP.PGD does not bind to a direct branch
@@ -559,6 +560,17 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
 	finish(&t);
 	expect("lone fup", &t, &none, "E2000 2000 R ", false);
+
+	/* A FUP that ends the trace: its TIP or TIP.PGD is cut off, as the
+	 * packet of a branch at the end. The walk gets to the FUP's IP (no
+	 * instruction before it takes a packet) and the trace ends there,
+	 * without error (it used to be the lone FUP's mismatch). libipt ends
+	 * before the NOP: its query decoder has read the FUP ahead, finds no
+	 * packet after it and reports the end of the trace at once. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
+	expect("fup at the end", &t, &none, "E2000 2000 ", false);
 
 	/* TIP.PGE, then nothing. */
 	memset(&t, 0, sizeof(t));
