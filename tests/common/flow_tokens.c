@@ -156,13 +156,15 @@ void pts_toks_ptscope(const struct pts_image *img,
 	pts_flow_free(f);
 }
 
-static void show(const char *what, const struct pts_toks *t, size_t at)
+void pts_toks_show(const char *what, const struct pts_toks *t, size_t from,
+		   size_t to, size_t at)
 {
 	static const char *const names[] = {"?", "enabled", "disabled",
 					    "overflow", "error", "resumed",
 					    "?", "?"};
 	fprintf(stderr, "  %s:", what);
-	for (size_t k = at > 3 ? at - 3 : 0; k < t->n && k < at + 4; k++) {
+	for (size_t k = at > from + 4 ? at - 4 : from; k < to && k < at + 4;
+	     k++) {
 		if (PTS_TOK_IS_EVENT(t->v[k]))
 			fprintf(stderr, " [%s]", names[t->v[k] & 7]);
 		else
@@ -190,8 +192,8 @@ int pts_toks_compare(const char *label, const char *a_name,
 		if (i == a->n || j == b->n || a->v[i] != b->v[j]) {
 			fprintf(stderr, "%s: %s and %s differ at %zu/%zu\n",
 				label, a_name, b_name, i, j);
-			show(a_name, a, i);
-			show(b_name, b, j);
+			pts_toks_show(a_name, a, 0, a->n, i);
+			pts_toks_show(b_name, b, 0, b->n, j);
 			return 1;
 		}
 		i++;

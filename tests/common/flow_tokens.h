@@ -45,6 +45,11 @@ void pts_toks_ptscope(const struct pts_image *img,
 		      const uint8_t *trace, size_t size, uint64_t seed,
 		      struct pts_toks *t);
 
+/* Prints under @what the tokens of @t in [@from, @to) around token @at
+ * (up to 4 on either side), marking it. */
+void pts_toks_show(const char *what, const struct pts_toks *t, size_t from,
+		   size_t to, size_t at);
+
 /* Compares two streams (with @insns_only, markers are skipped); prints
  * where they differ under @label. Returns 0 when equal, 1 otherwise. */
 int pts_toks_compare(const char *label, const char *a_name,

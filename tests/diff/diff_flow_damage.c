@@ -1301,21 +1301,10 @@ struct dcase {
 static void show_toks(const char *who, const struct pts_toks *t,
 		      const struct seg *s, size_t at)
 {
-	static const char *const names[] = {"?", "enabled", "disabled",
-					    "overflow", "error", "resumed",
-					    "?", "?"};
-	fprintf(stderr, "  %s [token %zu of %zu]:", who, at, s->to - s->from);
-	size_t i = s->from + at;
-	for (size_t k = i > s->from + 4 ? i - 4 : s->from; k < s->to && k < i + 4;
-	     k++) {
-		if (PTS_TOK_IS_EVENT(t->v[k]))
-			fprintf(stderr, " [%s]", names[t->v[k] & 7]);
-		else
-			fprintf(stderr, " %" PRIx64, t->v[k]);
-		if (k == i)
-			fprintf(stderr, "<");
-	}
-	fprintf(stderr, "\n");
+	char what[64];
+	snprintf(what, sizeof(what), "%s [token %zu of %zu]", who, at,
+		 s->to - s->from);
+	pts_toks_show(what, t, s->from, s->to, s->from + at);
 }
 
 static void end_text(const struct seg *s, int lib, char *out, size_t cap)
