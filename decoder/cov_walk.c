@@ -11,8 +11,7 @@
  * without the record, the lookup or a second classification. Events and
  * errors still come as records: they go to pts_cov_feed() before the next
  * block, so the order holds. */
-#include "coverage_internal.h"
-#include "flow_internal.h"
+#include "cov_walk.h"
 
 /* Records the walker keeps for the sink between blocks (events, errors). */
 #define COV_RECS 64

@@ -123,21 +123,15 @@ static inline void set_last(struct pts_cov *c, uint64_t ip)
 }
 
 
-/* Whether an instruction of class @iclass makes an edge. */
+/* Whether an instruction of class @iclass makes an edge: a bit test, not a
+ * switch (the walker asks once per block). */
 static inline bool is_branch(int iclass)
 {
-	switch (iclass) {
-	case PTS_INSN_JCC:
-	case PTS_INSN_JMP:
-	case PTS_INSN_CALL:
-	case PTS_INSN_JMP_IND:
-	case PTS_INSN_CALL_IND:
-	case PTS_INSN_RET:
-	case PTS_INSN_FAR:
-		return true;
-	default:
-		return false;
-	}
+	const unsigned branches =
+		1u << PTS_INSN_JCC | 1u << PTS_INSN_JMP | 1u << PTS_INSN_CALL |
+		1u << PTS_INSN_JMP_IND | 1u << PTS_INSN_CALL_IND |
+		1u << PTS_INSN_RET | 1u << PTS_INSN_FAR;
+	return (branches >> iclass) & 1;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* The flow walker: walks cached blocks and resolves the instruction that
  * ends each one with the packet it needs (TNT bit, TIP, PGD), keeping the
  * return stack; stops before the IP of a FUP for async events. */
+#include "cov_walk.h"
 #include "flow_internal.h"
 
 #include <stdlib.h>
@@ -229,7 +230,10 @@ static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 			   uint32_t from, uint32_t n)
 {
 	if (f->cov) {
-		pts_cov_deliver(f, b, from, n);
+		if (from == 0 && n == b->n)
+			pts_cov_block(f, b);
+		else
+			pts_cov_deliver(f, b, from, n);
 		f->stats.insns += n;
 		return;
 	}

@@ -178,9 +178,4 @@ void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 		     uint64_t ip, uint8_t flags);
 
-/* cov_walk.c: instructions [@from, @from + @n) of @b go to f->cov, after
- * the records emitted before them. */
-void pts_cov_deliver(struct pts_flow *f, const struct pts_block *b,
-		     uint32_t from, uint32_t n);
-
 #endif
