@@ -1,43 +1,23 @@
 /* libFuzzer target: random bytes as a trace for the flow walker over a
- * fixed program (flow_gen's layout for seed 1, 24 functions). Byte 0 picks
- * the chunk size, the batch size and the cache bound (small, to exercise
- * flushes). Invariants: no crash, hang or leak; records well formed; the
+ * fixed program (fuzz_program.h). Byte 0 picks the chunk size, the batch
+ * size and the cache bound (small, to exercise flushes). Invariants: no crash, hang or leak; records well formed; the
  * walker always ends with EOS.
  *
  * Corpus recipe (corpus/flow/): traces of the same program made by
  * flow_gen_run() with this target's layout options and walk options varied
  * (retcomp, deferred TIPs, interrupts, syscalls, overflows), cut to 4 KiB,
  * each with a leading selector byte. */
+#include "fuzz_program.h"
 #include "fuzz_target.h"
-
-#include "flow_gen.h"
 
 #include <ptscope/decoder.h>
 
 #include <string.h>
 
-static struct pts_image *image;
-static struct flow_gen program;
-
-static void setup(void)
-{
-	struct flow_gen_opts o = {0};
-	o.seed = 1;
-	o.insns = 1000;
-	o.functions = 24;
-	o.syscall_per_mille = 30;
-	if (flow_gen_run(&o, &program) < 0)
-		abort();
-	image = pts_image_new();
-	REQUIRE(image);
-	REQUIRE(pts_image_add_mem(image, 0, program.code, program.code_size,
-				  program.base) == 0);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!image)
-		setup();
+	struct pts_image *image;
+	const struct flow_gen *program = fuzz_program(&image);
 	if (size < 1)
 		return 0;
 	uint8_t sel = data[0];
@@ -77,9 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (r->kind == PTS_FLOW_INSNS) {
 				REQUIRE(r->n >= 1 && r->ips[0] == r->ip);
 				/* Code only comes from the image. */
-				REQUIRE(r->ip >= program.base &&
-					r->ips[r->n - 1] < program.base +
-								program.code_size);
+				REQUIRE(r->ip >= program->base &&
+					r->ips[r->n - 1] < program->base +
+								program->code_size);
 				char text[128];
 				REQUIRE(pts_flow_disasm(flow, r, r->n - 1, text,
 							sizeof(text)) > 0);
