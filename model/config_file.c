@@ -314,7 +314,11 @@ int pts_config_parse(struct pts_config *cfg, const char *text, size_t len,
 		const char *hash = memchr(p, '#', (size_t)(le - p));
 		struct cfg_line l = {p, hash ? hash : le};
 		line_no++;
-		int err = parse_line(cfg, &l, base_dir, &have_version);
+		/* A NUL would end a token or a path early: what follows it
+		 * would be dropped without a word (found by fuzz_config). */
+		int err = memchr(p, '\0', (size_t)(le - p))
+				  ? -PTS_ERR_BAD_FORMAT
+				  : parse_line(cfg, &l, base_dir, &have_version);
 		if (err < 0) {
 			if (err_line)
 				*err_line = line_no;

@@ -233,6 +233,31 @@ static void test_bad_lines(void)
 		}
 		pts_config_fini(&cfg);
 	}
+	/* A NUL byte in a line, in a value, a path or a comment: the line is
+	 * wrong, not cut short (fuzz_config found "ctl 0x1<NUL>junk" taken as
+	 * ctl 0x1 and an image path cut at a NUL, which wrote back as a line
+	 * that did not parse). */
+	static const char nul_value[] = "ptscope-config 1\nctl 0x1\0junk\n";
+	static const char nul_path[] = "ptscope-config 1\nnom_freq 24\n"
+				       "image elf 0 \0\0lib.so\n";
+	static const char nul_comment[] = "ptscope-config 1\n# a\0b\n";
+	const struct {
+		const char *text;
+		size_t len;
+		int line;
+	} nul_cases[] = {{nul_value, sizeof(nul_value) - 1, 2},
+			 {nul_path, sizeof(nul_path) - 1, 3},
+			 {nul_comment, sizeof(nul_comment) - 1, 2}};
+	for (size_t i = 0; i < sizeof(nul_cases) / sizeof(nul_cases[0]); i++) {
+		struct pts_config nul_cfg;
+		int line = 0;
+		pts_config_init(&nul_cfg);
+		CHECK_EQ(pts_config_parse(&nul_cfg, nul_cases[i].text,
+					  nul_cases[i].len, NULL, &line),
+			 -PTS_ERR_BAD_FORMAT);
+		CHECK_EQ(line, nul_cases[i].line);
+		pts_config_fini(&nul_cfg);
+	}
 	/* NULL arguments; a missing file keeps errno's story. */
 	CHECK_EQ(pts_config_parse(NULL, "", 0, NULL, NULL), -PTS_ERR_INVALID);
 	struct pts_config cfg;
