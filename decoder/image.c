@@ -343,7 +343,7 @@ int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
 	struct pts_space *s = space_get(img, cr3);
 	if (!s)
 		return -PTS_ERR_NOMEM;
-	int err = grow((void **)&s->syms, &s->capsyms, s->nsyms + 1,
+	int err = grow((void **)&s->syms, &s->capsyms, s->nall + 1,
 		       sizeof(*s->syms));
 	if (!err && function)
 		err = grow((void **)&s->fns, &s->capfns, s->nfns + 1,
@@ -353,7 +353,7 @@ int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
 	const char *kept = keep_name(img, name);
 	if (!kept)
 		return -PTS_ERR_NOMEM;
-	s->syms[s->nsyms++] = (struct pts_symbol){addr, size, kept};
+	s->syms[s->nall++] = (struct pts_symbol){addr, size, kept};
 	if (function)
 		s->fns[s->nfns++] = (struct pts_symbol){addr, size, kept};
 	return 0;
@@ -370,16 +370,24 @@ static int sym_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Sorts @n symbols by address, keeps one per address; returns how many. */
-static size_t sort_unique(struct pts_symbol *syms, size_t n)
+/* Sorts @n symbols by address, one per address first, and returns how
+ * many that is. With @aliases (room for @n), the others follow them, in
+ * address order; else they are dropped. */
+static size_t sort_unique(struct pts_symbol *syms, size_t n,
+			  struct pts_symbol *aliases)
 {
 	if (!n)
 		return 0;
 	qsort(syms, n, sizeof(*syms), sym_cmp);
-	size_t out = 1;
-	for (size_t i = 1; i < n; i++)
+	size_t out = 1, nalias = 0;
+	for (size_t i = 1; i < n; i++) {
 		if (syms[i].addr != syms[out - 1].addr)
 			syms[out++] = syms[i];
+		else if (aliases)
+			aliases[nalias++] = syms[i];
+	}
+	if (nalias)
+		memcpy(syms + out, aliases, nalias * sizeof(*syms));
 	return out;
 }
 
@@ -388,8 +396,14 @@ void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3)
 	struct pts_space *s = (struct pts_space *)pts_image_space(img, cr3);
 	if (!s)
 		return;
-	s->nsyms = sort_unique(s->syms, s->nsyms);
-	s->nfns = sort_unique(s->fns, s->nfns);
+	/* Without room for the aliases, they are dropped (and found by
+	 * address alone): no memory is no reason to fail a load. */
+	struct pts_symbol *aliases = malloc(s->nall * sizeof(*aliases) + 1);
+	s->nsyms = sort_unique(s->syms, s->nall, aliases);
+	if (!aliases)
+		s->nall = s->nsyms;
+	free(aliases);
+	s->nfns = sort_unique(s->fns, s->nfns, NULL);
 }
 
 static const struct pts_symbol *sym_at(const struct pts_space *s,
@@ -425,7 +439,7 @@ const struct pts_symbol *pts_image_symbol_at(const struct pts_image *img,
 static const struct pts_symbol *sym_named(const struct pts_space *s,
 					  const char *name)
 {
-	for (size_t i = 0; s && i < s->nsyms; i++)
+	for (size_t i = 0; s && i < s->nall; i++)
 		if (strcmp(s->syms[i].name, name) == 0)
 			return &s->syms[i];
 	return NULL;

@@ -97,8 +97,14 @@ static int map_segments(struct pts_image *img, uint64_t cr3, Elf *elf,
 			continue;
 		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
 			return -PTS_ERR_BAD_FORMAT;
+		/* A segment that runs past the top of the address space
+		 * (at its link address or at the base asked for) is the
+		 * file's fault, not the caller's (found by fuzz_elf). */
+		const uint64_t addr = ph.p_vaddr + bias;
+		if (addr + ph.p_filesz <= addr)
+			return -PTS_ERR_BAD_FORMAT;
 		int err = pts_image_map(img, cr3, file + ph.p_offset,
-					ph.p_filesz, ph.p_vaddr + bias);
+					ph.p_filesz, addr);
 		if (err)
 			return err;
 		mapped++;

@@ -14,13 +14,15 @@ struct pts_mapping {
 
 /* One address space: mappings sorted by address, never overlapping;
  * symbols (functions and code labels) and function entries alone, each
- * sorted by address, one per address. */
+ * sorted by address, one per address. The symbols another one at the same
+ * address hides (aliases) follow them, syms[nsyms, nall): lookups by name
+ * find them too. */
 struct pts_space {
 	uint64_t cr3;
 	struct pts_mapping *maps;
 	size_t nmaps, capmaps;
 	struct pts_symbol *syms;
-	size_t nsyms, capsyms;
+	size_t nsyms, nall, capsyms;
 	struct pts_symbol *fns;
 	size_t nfns, capfns;
 };

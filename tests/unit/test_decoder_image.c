@@ -113,18 +113,19 @@ static void test_elf(void)
 /* A hand-made ELF executable (as an assembler would leave a hand-written
  * _start: no STT_FUNC for the labels): one PT_LOAD at 0x400000 holding
  * .text (0x400080, 16 bytes, AX) and .data (0x400090, 8 bytes, WA). Its
- * symbols: "fn" STT_FUNC [0x400080, +4); "lbl" STT_NOTYPE at 0x400084 in
- * .text; and NOTYPE symbols perf does not name code by: "hid" (hidden, in
- * .text), "dat" (in .data, not executable), "absv" (SHN_ABS). */
+ * symbols: "fn" STT_FUNC [0x400080, +4) and its alias "fn_alias"; "lbl"
+ * STT_NOTYPE at 0x400084 in .text; and NOTYPE symbols perf does not name
+ * code by: "hid" (hidden, in .text), "dat" (in .data, not executable),
+ * "absv" (SHN_ABS). */
 static int write_label_elf(const char *path)
 {
-	static const char strtab[] = "\0fn\0lbl\0hid\0dat\0absv";
+	static const char strtab[] = "\0fn\0lbl\0hid\0dat\0absv\0fn_alias";
 	static const char shstrtab[] =
 		"\0.text\0.data\0.symtab\0.strtab\0.shstrtab";
 	enum { TEXT = 0x80, DATA = 0x90, STR = 0x98,
 	       SHSTR = STR + sizeof(strtab),
 	       SYM = (SHSTR + sizeof(shstrtab) + 7) & ~7,
-	       NSYM = 6, SHDR = SYM + NSYM * sizeof(Elf64_Sym), NSEC = 6 };
+	       NSYM = 7, SHDR = SYM + NSYM * sizeof(Elf64_Sym), NSEC = 6 };
 	static uint8_t f[SHDR + NSEC * sizeof(Elf64_Shdr)];
 	memset(f, 0, sizeof(f));
 	Elf64_Ehdr eh = {
@@ -159,6 +160,8 @@ static int write_label_elf(const char *path)
 		 0x400090, 0},
 		{16, ELF64_ST_INFO(STB_GLOBAL, STT_NOTYPE), STV_DEFAULT,
 		 SHN_ABS, 0x40008c, 0},
+		{21, ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), STV_DEFAULT, 1,
+		 0x400080, 4},
 	};
 	memcpy(f + SYM, syms, sizeof(syms));
 	const Elf64_Shdr sh[NSEC] = {
@@ -203,6 +206,11 @@ static void test_elf_labels(void)
 	CHECK(pts_image_symbol_find(img, 0, "hid") == NULL);
 	CHECK(pts_image_symbol_find(img, 0, "dat") == NULL);
 	CHECK(pts_image_symbol_find(img, 0, "absv") == NULL);
+	/* An alias names its address by name, not by address (fn does: one
+	 * symbol per address); it was dropped altogether (fuzz_elf). */
+	const struct pts_symbol *alias =
+		pts_image_symbol_find(img, 0, "fn_alias");
+	CHECK(alias && alias->addr == 0x400080 && alias->size == 4);
 	/* Function entries: STT_FUNC only. */
 	const struct pts_symbol *fns;
 	CHECK(pts_image_functions(img, 0, &fns) == 1);
@@ -213,6 +221,13 @@ static void test_elf_labels(void)
 	lbl = pts_image_symbol_at(img2, 0, 0x10000084);
 	CHECK(lbl && strcmp(lbl->name, "lbl") == 0);
 	pts_image_free(img2);
+	/* A base that puts a segment past the top of the address space: the
+	 * file does not fit there, a format error (was -PTS_ERR_INVALID, as
+	 * if the caller had passed a bad argument; fuzz_elf). */
+	struct pts_image *img3 = pts_image_new();
+	CHECK_EQ(pts_image_add_elf(img3, 0, path, UINT64_C(0xfffffffffffffff0)),
+		 -PTS_ERR_BAD_FORMAT);
+	pts_image_free(img3);
 	pts_image_free(img);
 	unlink(path);
 }
