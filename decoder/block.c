@@ -22,6 +22,12 @@ struct chunk {
 	struct chunk *next;
 	size_t used;
 	_Alignas(64) uint8_t mem[CHUNK_SIZE];
+	/* Never allocated, mapped and zeroed with the chunk: the addresses a
+	 * copy may read past a block at the end of @mem
+	 * (PTS_BLOCK_IPS_OVERREAD). Inside a chunk, what follows a block's
+	 * ips[] is its other arrays, the next block or unused mapped memory:
+	 * initialised, as mmap() zeroes pages. */
+	uint64_t overread_pad[PTS_BLOCK_IPS_OVERREAD];
 };
 
 struct pts_block_cache {

@@ -15,6 +15,10 @@
 /* Records a step may emit at most; output is buffered in between. */
 #define PEND_CAP 64
 #define STEP_RECS 16
+/* Addresses one iteration of the walk delivers at most: one block (a
+ * careful walk stopped short of a block's end by an event may add the one
+ * instruction of an SKD022 VM entry: still no more than a block). */
+#define STEP_IPS PTS_BLOCK_MAX_INSNS
 #define RETSTACK_SIZE 64
 /* Entries of the walker's direct-mapped IP -> block table (a power of
  * two): where no link knows the next block (indirect branch targets), it
@@ -96,6 +100,13 @@ struct pts_flow {
 	int out_n, out_max;
 	struct pts_flow_rec pend[PEND_CAP];
 	unsigned pend_head, pend_len;
+	/* During pts_flow_next_ips(): the caller's flat address array, which
+	 * the INSNS records put into f->out copy their addresses into (NULL:
+	 * they point into the cache), the addresses in it, its size, and the
+	 * most it may hold when the walk takes another block (room for one
+	 * iteration after that; SIZE_MAX without an array). */
+	uint64_t *flat;
+	size_t flat_n, flat_cap, flat_walk_max;
 	/* The link of the block walked last (or of the call that pushed the
 	 * return address) that may know the block at @ip: saves a hash
 	 * lookup. NULL after a cache flush. */

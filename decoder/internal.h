@@ -63,6 +63,10 @@ bool pts_parse_u64(const char *s, const char *end, uint64_t *value);
 
 /* Most instructions one block holds; longer straight runs are split. */
 #define PTS_BLOCK_MAX_INSNS 256
+/* Addresses after the end of any run of a block's ips[] that are mapped
+ * and initialised (the arena's padding, block.c): a copy may move whole
+ * chunks of 8 addresses and read up to 7 past the run. */
+#define PTS_BLOCK_IPS_OVERREAD 7
 /* Most direct jumps and calls one block follows: bounds the records a
  * careful walk (segment by segment) emits for one block. */
 #define PTS_BLOCK_MAX_SEGS 8

@@ -358,6 +358,27 @@ void pts_flow_free(struct pts_flow *flow);
 int pts_flow_next(struct pts_flow *flow, struct pts_input *in,
 		  struct pts_flow_rec *recs, int max);
 
+/* Smallest @cap pts_flow_next_ips() takes: the addresses one step of the
+ * walk delivers at most (a block's 256 instructions) and the 7 its copy
+ * may write past them. */
+#define PTS_FLOW_IPS_MIN (256 + 7)
+
+/* pts_flow_next(), and the addresses of all instructions it hands out go,
+ * in order, into @ips (room for @cap >= PTS_FLOW_IPS_MIN): the INSNS
+ * records' ips point into @ips, each record's right after the previous
+ * one's, and *@nips is the count (the sum of their n). For callers that
+ * read every address: one flat array, no loop per record. The records
+ * and returns are those of pts_flow_next() (same records in the same
+ * order; a call may return fewer when @ips is full); only their @ips
+ * point elsewhere, valid as long as @ips is (@sizes still point into the
+ * block cache, valid until the next call). Entries of @ips past *@nips
+ * may be overwritten. *@nips is set on every return but -PTS_ERR_INVALID,
+ * which comes for NULL @ips or @nips, @cap < PTS_FLOW_IPS_MIN, and as
+ * pts_flow_next() says. */
+int pts_flow_next_ips(struct pts_flow *flow, struct pts_input *in,
+		      struct pts_flow_rec *recs, int max, uint64_t *ips,
+		      size_t cap, size_t *nips);
+
 /* Marks the end of the trace: the walker then runs until it needs a packet
  * that will not come. */
 void pts_flow_end(struct pts_flow *flow);
