@@ -397,6 +397,8 @@ static void drop_or_dup(struct buf *out, size_t at, size_t len, int dup)
 
 /* Appends to the mutation's description. */
 static void describe(char *desc, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void describe(char *desc, size_t cap, const char *fmt, ...)
 {
 	size_t len = strlen(desc);
 	va_list ap;
