@@ -386,7 +386,9 @@ static int insns(struct pts_cov *c, const struct pts_flow_rec *rec)
 	else if (c->pending)
 		edge(c, c->last, ip, c->last_half ^ r->dst_half);
 	c->on = true;
-	const struct inner *in = c->pool + r->first;
+	/* No pool yet while no run had inner edges: NULL + 0 is undefined
+	 * (clang's UBSan, fuzz_cov). */
+	const struct inner *in = r->ninner ? c->pool + r->first : NULL;
 	if (!c->slow_edges) {
 		/* Bitmap only: the edges are their hashes. */
 		c->st.edges += r->ninner;
