@@ -172,34 +172,6 @@ int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
 /* ------------------------------------------------------------------------ */
 /* Specs.                                                                    */
 
-bool pts_parse_u64(const char *s, const char *end, uint64_t *value)
-{
-	if (s >= end)
-		return false;
-	unsigned base = 10;
-	if (end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	uint64_t v = 0;
-	for (; s < end; s++) {
-		unsigned d;
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (base == 16 && *s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (base == 16 && *s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
-		else
-			return false;
-		if (v > (UINT64_MAX - d) / base)
-			return false;
-		v = v * base + d;
-	}
-	*value = v;
-	return true;
-}
-
 /* Copies [@s, @end) into a fresh string. */
 static char *dup_range(const char *s, const char *end)
 {
@@ -218,7 +190,7 @@ int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 		return -PTS_ERR_INVALID;
 	const char *colon = strrchr(spec, ':');
 	uint64_t base = 0;
-	if (!colon || !pts_parse_u64(colon + 1, spec + strlen(spec), &base))
+	if (!colon || pts_parse_u64(colon + 1, spec + strlen(spec), &base) < 0)
 		return pts_image_add_elf(img, cr3, spec, 0);
 	char *path = dup_range(spec, colon);
 	if (!path)
@@ -236,7 +208,7 @@ int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
 	const char *end = spec + strlen(spec);
 	const char *colon = strrchr(spec, ':');
 	uint64_t addr, from = 0, to = 0;
-	if (!colon || colon == spec || !pts_parse_u64(colon + 1, end, &addr))
+	if (!colon || colon == spec || pts_parse_u64(colon + 1, end, &addr) < 0)
 		return -PTS_ERR_INVALID;
 	const char *file_end = colon;
 	/* An optional FROM[-TO] between two colons. */
@@ -245,9 +217,9 @@ int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
 		prev--;
 	if (*prev == ':' && prev > spec) {
 		const char *dash = memchr(prev + 1, '-', (size_t)(colon - prev - 1));
-		bool ok = dash ? pts_parse_u64(prev + 1, dash, &from) &&
-					 pts_parse_u64(dash + 1, colon, &to)
-			       : pts_parse_u64(prev + 1, colon, &from);
+		bool ok = dash ? pts_parse_u64(prev + 1, dash, &from) == 0 &&
+					 pts_parse_u64(dash + 1, colon, &to) == 0
+			       : pts_parse_u64(prev + 1, colon, &from) == 0;
 		if (ok) {
 			if (dash && to <= from)
 				return -PTS_ERR_INVALID;

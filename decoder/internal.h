@@ -54,10 +54,6 @@ int pts_image_keep_mmap(struct pts_image *img, void *ptr, size_t len);
 /* Maps the whole file @path privately; sets *@ptr and *@len. */
 int pts_file_map(const char *path, void **ptr, size_t *len);
 
-/* Parses a C-syntax unsigned number filling exactly [@s, @end). */
-bool pts_parse_u64(const char *s, const char *end, uint64_t *value);
-
-
 /* ------------------------------------------------------------------------ */
 /* Block cache (block.c).                                                    */
 

@@ -330,35 +330,6 @@ void pts_topa_rewind(struct pts_topa *t)
 	t->next_slice = 0;
 }
 
-/* Numbers: "0x" hex or decimal, nothing else in [s, e). */
-int pts_topa_parse_u64(const char *s, const char *e, uint64_t *v)
-{
-	unsigned base = 10;
-	if (e - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	if (s == e)
-		return -1;
-	uint64_t x = 0;
-	for (; s < e; s++) {
-		unsigned d;
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (base == 16 && *s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (base == 16 && *s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
-		else
-			return -1;
-		if (d >= base || x > (UINT64_MAX - d) / base)
-			return -1;
-		x = x * base + d;
-	}
-	*v = x;
-	return 0;
-}
-
 int pts_topa_parse_bytes(const char *s, const char *e, uint64_t *v)
 {
 	unsigned shift = 0;
@@ -367,7 +338,7 @@ int pts_topa_parse_bytes(const char *s, const char *e, uint64_t *v)
 	else if (e > s && (e[-1] == 'M' || e[-1] == 'm'))
 		shift = 20;
 	uint64_t x;
-	if (pts_topa_parse_u64(s, shift ? e - 1 : e, &x) < 0 || x == 0 ||
+	if (pts_parse_u64(s, shift ? e - 1 : e, &x) < 0 || x == 0 ||
 	    (x & (x - 1)) || x > (UINT64_C(1) << 40) >> shift)
 		return -1;
 	*v = x << shift;

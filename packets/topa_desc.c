@@ -60,7 +60,7 @@ static int want_args(struct desc *d, unsigned min, unsigned max)
 static int num_arg(struct desc *d, unsigned i, uint64_t *v)
 {
 	const struct token *k = &d->tok[i];
-	if (pts_topa_parse_u64(k->s, k->e, v) < 0)
+	if (pts_parse_u64(k->s, k->e, v) < 0)
 		return bad(d, PTS_ERR_BAD_FORMAT, "'%.*s' is not a number",
 			   (int)(k->e - k->s), k->s);
 	return 0;
@@ -95,7 +95,7 @@ static int add_file(struct desc *d, uint64_t phys, const struct token *k)
 	uint64_t off = 0;
 	for (const char *p = k->e; p > k->s; p--) {
 		if (p[-1] == '@') {
-			if (pts_topa_parse_u64(p, k->e, &off) == 0)
+			if (pts_parse_u64(p, k->e, &off) == 0)
 				at = p - 1;
 			break;
 		}

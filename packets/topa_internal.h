@@ -97,9 +97,6 @@ int pts_topa_map_file(struct pts_topa *t, const char *path,
  * -PTS_ERR_NOMEM. */
 int pts_topa_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
-/* Parses a number (decimal or 0x hex) filling the whole of [@s, @e).
- * Returns 0 or -1. */
-int pts_topa_parse_u64(const char *s, const char *e, uint64_t *v);
 /* Parses "4K".."128M" (a power of two with an optional K/M suffix) into
  * bytes. Returns 0 or -1. */
 int pts_topa_parse_bytes(const char *s, const char *e, uint64_t *v);

@@ -111,7 +111,7 @@ static int parse_tables(struct pts_topa_writer *w, const char *spec)
 	const char *end = spec + strlen(spec);
 	const char *at = strchr(spec, '@');
 	uint64_t loop = 0, next_phys = REGIONS_PHYS;
-	if (at && pts_topa_parse_u64(at + 1, end, &loop) < 0)
+	if (at && pts_parse_u64(at + 1, end, &loop) < 0)
 		return -PTS_ERR_BAD_CONFIG;
 	if (at)
 		end = at;

@@ -1,5 +1,6 @@
 /* The small units of the packet layer: error texts and names, kind names,
- * ptdump's --cpu parsing, the errata table, and byte sources.
+ * ptdump's --cpu parsing, the errata table, byte sources, and the number
+ * parser of specs and description files.
  */
 #include <ptscope/packets.h>
 
@@ -204,6 +205,45 @@ static void source(void)
 		FAIL("bytes of NULL");
 }
 
+static void numbers(void)
+{
+	static const struct {
+		const char *text;
+		int err;
+		uint64_t value;
+	} cases[] = {
+		{"0", 0, 0},
+		{"42", 0, 42},
+		{"0x2A", 0, 42},
+		{"0X2a", 0, 42},
+		{"18446744073709551615", 0, UINT64_MAX},
+		{"0xffffffffffffffff", 0, UINT64_MAX},
+		{"18446744073709551616", -PTS_ERR_INVALID, 0},
+		{"0x10000000000000000", -PTS_ERR_INVALID, 0},
+		{"", -PTS_ERR_INVALID, 0},
+		{"0x", -PTS_ERR_INVALID, 0},
+		{"-1", -PTS_ERR_INVALID, 0},
+		{"+1", -PTS_ERR_INVALID, 0},
+		{" 1", -PTS_ERR_INVALID, 0},
+		{"1 ", -PTS_ERR_INVALID, 0},
+		{"2a", -PTS_ERR_INVALID, 0},
+		{"0x1g", -PTS_ERR_INVALID, 0},
+		{"1K", -PTS_ERR_INVALID, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *t = cases[i].text;
+		uint64_t v = 7;
+		int err = pts_parse_u64(t, t + strlen(t), &v);
+		CHECKF(err == cases[i].err, "\"%s\": %d", t, err);
+		CHECKF(v == (err ? 7 : cases[i].value), "\"%s\": %llu", t,
+		       (unsigned long long)v);
+	}
+	/* Only [s, end) counts: what follows is not read. */
+	const char *t = "123junk";
+	uint64_t v = 0;
+	CHECK(pts_parse_u64(t, t + 3, &v) == 0 && v == 123);
+}
+
 int main(void)
 {
 	errors();
@@ -211,5 +251,6 @@ int main(void)
 	cpu_parse();
 	errata();
 	source();
+	numbers();
 	return pts_check_exit();
 }

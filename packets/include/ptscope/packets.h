@@ -56,6 +56,12 @@ const char *pts_strerror(int err);
 /* Short upper-case name of an error code ("BAD_OPCODE"); never NULL. */
 const char *pts_errname(int err);
 
+/* The number that fills [@s, @end) exactly, as users write them in specs
+ * and description files: "0x" (or "0X") and hex digits, or decimal digits;
+ * no sign, no blanks, at most UINT64_MAX. Returns 0 and sets *@v, or
+ * -PTS_ERR_INVALID. */
+int pts_parse_u64(const char *s, const char *end, uint64_t *v);
+
 /* ------------------------------------------------------------------------ */
 /* Packet kinds: one list makes the enum and the names used in JSON.        */
 
