@@ -36,7 +36,7 @@ static void trace_state_init(struct pts_flow *f)
 	f->out_n = f->out_max = 0;
 	f->pend_head = f->pend_len = 0;
 	f->flat = NULL;
-	f->flat_n = f->flat_cap = 0;
+	f->flat_n = 0;
 	f->flat_walk_max = SIZE_MAX;
 	f->link = NULL;
 }
@@ -1068,7 +1068,7 @@ static int drain_pending(struct pts_flow *f, struct pts_flow_rec *recs,
 			/* What waits is the tail of one iteration of the walk,
 			 * which fits into PTS_FLOW_IPS_MIN; stop all the
 			 * same rather than rely on it. */
-			if (f->flat_cap - f->flat_n < r->n + COPY_OVERRUN)
+			if (f->flat_n + r->n > f->flat_walk_max + STEP_IPS)
 				break;
 			/* The cache is not flushed while records wait. */
 			r->ips = flat_copy(f, r->ips, r->n);
@@ -1137,7 +1137,6 @@ int pts_flow_next_ips(struct pts_flow *flow, struct pts_input *in,
 		return -PTS_ERR_INVALID;
 	flow->flat = ips;
 	flow->flat_n = 0;
-	flow->flat_cap = cap;
 	flow->flat_walk_max = cap - (STEP_IPS + COPY_OVERRUN);
 	int r = flow_next(flow, in, recs, max);
 	*nips = flow->flat_n;

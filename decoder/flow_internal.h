@@ -102,11 +102,12 @@ struct pts_flow {
 	unsigned pend_head, pend_len;
 	/* During pts_flow_next_ips(): the caller's flat address array, which
 	 * the INSNS records put into f->out copy their addresses into (NULL:
-	 * they point into the cache), the addresses in it, its size, and the
-	 * most it may hold when the walk takes another block (room for one
-	 * iteration after that; SIZE_MAX without an array). */
+	 * they point into the cache), the addresses in it, and the most it
+	 * may hold when the walk takes another block: its size less one
+	 * iteration (STEP_IPS) and the copy's overrun; SIZE_MAX without an
+	 * array. */
 	uint64_t *flat;
-	size_t flat_n, flat_cap, flat_walk_max;
+	size_t flat_n, flat_walk_max;
 	/* The link of the block walked last (or of the call that pushed the
 	 * return address) that may know the block at @ip: saves a hash
 	 * lookup. NULL after a cache flush. */

@@ -343,7 +343,7 @@ int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
 	struct pts_space *s = space_get(img, cr3);
 	if (!s)
 		return -PTS_ERR_NOMEM;
-	int err = grow((void **)&s->syms, &s->capsyms, s->nall + 1,
+	int err = grow((void **)&s->syms, &s->capsyms, s->nsyms + 1,
 		       sizeof(*s->syms));
 	if (!err && function)
 		err = grow((void **)&s->fns, &s->capfns, s->nfns + 1,
@@ -353,7 +353,7 @@ int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
 	const char *kept = keep_name(img, name);
 	if (!kept)
 		return -PTS_ERR_NOMEM;
-	s->syms[s->nall++] = (struct pts_symbol){addr, size, kept};
+	s->syms[s->nsyms++] = (struct pts_symbol){addr, size, kept};
 	if (function)
 		s->fns[s->nfns++] = (struct pts_symbol){addr, size, kept};
 	return 0;
@@ -364,30 +364,28 @@ static int sym_cmp(const void *a, const void *b)
 	const struct pts_symbol *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
-	/* Keep the one that knows its size first (an alias without one). */
+	/* The one that names the address first: the one that knows its size
+	 * (an alias may not), then by name. */
 	if (x->size != y->size)
 		return x->size > y->size ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
-/* Sorts @n symbols by address, one per address first, and returns how
- * many that is. With @aliases (room for @n), the others follow them, in
- * address order; else they are dropped. */
-static size_t sort_unique(struct pts_symbol *syms, size_t n,
-			  struct pts_symbol *aliases)
+/* Sorts @n symbols by sym_cmp() and drops repeats: with @aliases, only a
+ * symbol met again (the same address and name); without, every one after
+ * the first at its address. Returns how many stay. */
+static size_t sort_symbols(struct pts_symbol *syms, size_t n, bool aliases)
 {
 	if (!n)
 		return 0;
 	qsort(syms, n, sizeof(*syms), sym_cmp);
-	size_t out = 1, nalias = 0;
+	size_t out = 1;
 	for (size_t i = 1; i < n; i++) {
-		if (syms[i].addr != syms[out - 1].addr)
+		const struct pts_symbol *kept = &syms[out - 1];
+		if (syms[i].addr != kept->addr ||
+		    (aliases && strcmp(syms[i].name, kept->name) != 0))
 			syms[out++] = syms[i];
-		else if (aliases)
-			aliases[nalias++] = syms[i];
 	}
-	if (nalias)
-		memcpy(syms + out, aliases, nalias * sizeof(*syms));
 	return out;
 }
 
@@ -396,14 +394,8 @@ void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3)
 	struct pts_space *s = (struct pts_space *)pts_image_space(img, cr3);
 	if (!s)
 		return;
-	/* Without room for the aliases, they are dropped (and found by
-	 * address alone): no memory is no reason to fail a load. */
-	struct pts_symbol *aliases = malloc(s->nall * sizeof(*aliases) + 1);
-	s->nsyms = sort_unique(s->syms, s->nall, aliases);
-	if (!aliases)
-		s->nall = s->nsyms;
-	free(aliases);
-	s->nfns = sort_unique(s->fns, s->nfns, NULL);
+	s->nsyms = sort_symbols(s->syms, s->nsyms, true);
+	s->nfns = sort_symbols(s->fns, s->nfns, false);
 }
 
 static const struct pts_symbol *sym_at(const struct pts_space *s,
@@ -419,6 +411,9 @@ static const struct pts_symbol *sym_at(const struct pts_space *s,
 		else
 			hi = mid;
 	}
+	/* Aliases follow the symbol that names their address. */
+	while (lo && s->syms[lo - 1].addr == s->syms[lo].addr)
+		lo--;
 	const struct pts_symbol *sym = &s->syms[lo];
 	if (sym->size && addr - sym->addr >= sym->size)
 		return NULL;
@@ -439,7 +434,7 @@ const struct pts_symbol *pts_image_symbol_at(const struct pts_image *img,
 static const struct pts_symbol *sym_named(const struct pts_space *s,
 					  const char *name)
 {
-	for (size_t i = 0; s && i < s->nall; i++)
+	for (size_t i = 0; s && i < s->nsyms; i++)
 		if (strcmp(s->syms[i].name, name) == 0)
 			return &s->syms[i];
 	return NULL;

@@ -13,16 +13,15 @@ struct pts_mapping {
 };
 
 /* One address space: mappings sorted by address, never overlapping;
- * symbols (functions and code labels) and function entries alone, each
- * sorted by address, one per address. The symbols another one at the same
- * address hides (aliases) follow them, syms[nsyms, nall): lookups by name
- * find them too. */
+ * symbols (functions and code labels, aliases too: lookups by name find
+ * them) sorted by address, the one that names an address first; function
+ * entries alone, sorted by address, one per address. */
 struct pts_space {
 	uint64_t cr3;
 	struct pts_mapping *maps;
 	size_t nmaps, capmaps;
 	struct pts_symbol *syms;
-	size_t nsyms, nall, capsyms;
+	size_t nsyms, capsyms;
 	struct pts_symbol *fns;
 	size_t nfns, capfns;
 };

@@ -17,7 +17,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Every mapping of space 0, walked by reading from @addr on. */
+/* The code at @addr, when mapped: every byte of its mapping from there on
+ * is read (ASan checks that it is mapped). */
 static void check_code(const struct pts_image *img, uint64_t addr)
 {
 	const uint8_t *bytes;
