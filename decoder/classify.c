@@ -1,5 +1,6 @@
 /* Instruction classification: capstone gives the length (and the text;
- * insn_length.c gives the length of common instructions faster);
+ * insn_length.c gives the length of common instructions faster,
+ * insn_length_intel.c the ones capstone 4 gets wrong for Intel CPUs);
  * the class and the direct target come from the opcode bytes, which is
  * exact and cheaper than capstone's detail mode. */
 #include "internal.h"
@@ -322,6 +323,9 @@ int pts_insn_classify(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 	/* The length: from the bytes when they are common enough, else
 	 * from capstone. */
 	size = pts_insn_length(bytes, len, mode);
+	if (!size)
+		size = pts_insn_length_intel(bytes, len, mode, p.op, p.osz,
+					     p.asz);
 	if (!size)
 		size = capstone(cls, mode, ip, bytes, len);
 	if (!size)

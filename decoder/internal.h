@@ -148,6 +148,15 @@ size_t pts_modrm_len(const uint8_t *m, size_t avail, bool addr16);
  * not give. */
 int pts_insn_length(const uint8_t *b, size_t len, int mode);
 
+/* The length of the instruction at @b (@len bytes there, prefixes
+ * included; its opcode at @b[@op], after the legacy and REX prefixes, @osz
+ * and @asz whether 66 and 67 are among them) where capstone 4 and Intel's
+ * CPUs part (insn_length_intel.c): VEX and EVEX instructions, opcode 8F,
+ * 66 before a near branch in 64-bit mode. 0 for other instructions, and
+ * when @len is too short to tell. */
+int pts_insn_length_intel(const uint8_t *b, size_t len, int mode, size_t op,
+			  bool osz, bool asz);
+
 /* Whether the instruction bytes @b start with VMLAUNCH or VMRESUME
  * (classify.c; for erratum SKD022). */
 bool pts_insn_is_vmentry(const uint8_t *b, size_t len, int mode);

@@ -1,0 +1,123 @@
+/* Instruction lengths where capstone 4 and Intel's CPUs part, by Intel's
+ * rules (SDM Vol. 2, 2.3 VEX, 2.7 EVEX, Appendix A opcode maps), which
+ * libipt's decoder follows too:
+ *   - VEX (C4, C5) and EVEX (62) instructions: capstone 4 does not know the
+ *     newer ones (AVX-512 IFMA, VAES, VPCLMULQDQ, GFNI, ... as OpenSSL runs
+ *     them on Intel CPUs) and rejects some AVX2 forms. Their length follows
+ *     from the prefix, the ModRM form and the opcode map alone, whatever
+ *     the instruction;
+ *   - the opcodes whose length is ModRM (and an immediate) whatever the
+ *     instruction: 0F 01 (group 7: system instructions newer than capstone
+ *     4, as RDPKRU/WRPKRU in libc), the three-byte maps 0F 38 (no
+ *     immediate) and 0F 3A (an 8-bit immediate);
+ *   - opcode 8F: POP r/m (group 1A) whatever ModRM.reg; capstone reads the
+ *     forms with ModRM.reg != 0 as AMD's XOP prefix, which Intel CPUs do
+ *     not have;
+ *   - a 66 prefix on a near relative branch in 64-bit mode: Intel CPUs
+ *     ignore it (SDM Vol. 2 Jcc, JMP, CALL: the operand size is 64 bits,
+ *     the displacement 32 bits), capstone takes a 16-bit displacement as
+ *     AMD's do.
+ * tests/diff/diff_insn_libipt.c checks these against libipt's decoder. */
+#include "internal.h"
+
+/* Whether @b[@at] can start a VEX or EVEX prefix: always in 64-bit mode;
+ * in the other modes C4, C5 and 62 are also LES, LDS and BOUND, which take
+ * a memory operand: a register ModRM form (bits 7:6 = 11) is the prefix. */
+static bool vector_prefix(const uint8_t *b, size_t len, size_t at, int mode)
+{
+	return mode == PTS_EXEC_64 || (at + 1 < len && (b[at + 1] >> 6) == 3);
+}
+
+/* Whether the opcode @op of map @map (1: 0F, 2: 0F38, 3: 0F3A) takes an
+ * 8-bit immediate: all of map 3, none of map 2, and in map 1 the shifts
+ * and shuffles by immediate (70-73), the compare (C2), PINSRW/PEXTRW and
+ * SHUFPS (C4-C6). */
+static bool vector_imm8(unsigned map, uint8_t op)
+{
+	if (map == 3)
+		return true;
+	return map == 1 && ((op >= 0x70 && op <= 0x73) ||
+			    (op >= 0xc4 && op <= 0xc6) || op == 0xc2);
+}
+
+/* A VEX or EVEX instruction whose opcode is at @b[@at] (map @map), its
+ * prefix before: ModRM (all but VZEROUPPER/VZEROALL, VEX 0F 77), its SIB
+ * and displacement, the immediate. */
+static int vector_rest(const uint8_t *b, size_t len, size_t at, unsigned map,
+		       bool evex, bool addr16)
+{
+	if (at >= len)
+		return 0;
+	uint8_t op = b[at++];
+	if (!evex && map == 1 && op == 0x77)
+		return (int)at;
+	size_t m = pts_modrm_len(b + at, len - at, addr16);
+	if (!m)
+		return 0;
+	at += m + vector_imm8(map, op);
+	return at <= len ? (int)at : 0;
+}
+
+/* An instruction whose ModRM byte is at @b[@at], followed by @imm bytes of
+ * immediate: its length (0 when cut short). */
+static int modrm_form(const uint8_t *b, size_t len, size_t at, size_t imm,
+		      bool addr16)
+{
+	if (at >= len)
+		return 0;
+	size_t m = pts_modrm_len(b + at, len - at, addr16);
+	return m && at + m + imm <= len ? (int)(at + m + imm) : 0;
+}
+
+int pts_insn_length_intel(const uint8_t *b, size_t len, int mode, size_t op,
+			  bool osz, bool asz)
+{
+	if (op >= len)
+		return 0;
+	bool addr16 = mode == PTS_EXEC_16 ? !asz : mode == PTS_EXEC_32 && asz;
+	switch (b[op]) {
+	case 0xc5: /* R vvvv L pp; map 0F */
+		if (!vector_prefix(b, len, op, mode))
+			return 0;
+		return vector_rest(b, len, op + 2, 1, false, addr16);
+	case 0xc4: /* R X B m-mmmm, W vvvv L pp */
+		if (!vector_prefix(b, len, op, mode) || op + 2 >= len)
+			return 0;
+		if ((b[op + 1] & 0x1f) < 1 || (b[op + 1] & 0x1f) > 3)
+			return 0; /* reserved maps: #UD */
+		return vector_rest(b, len, op + 3, b[op + 1] & 0x1f, false,
+				   addr16);
+	case 0x62: /* P0 (map in bits 1:0), P1, P2 */
+		if (!vector_prefix(b, len, op, mode) || op + 3 >= len ||
+		    !(b[op + 1] & 3))
+			return 0;
+		return vector_rest(b, len, op + 4, b[op + 1] & 3, true, addr16);
+	case 0x8f: /* POP r/m */
+		return modrm_form(b, len, op + 1, 0, addr16);
+	case 0x0f:
+		if (op + 1 >= len)
+			return 0;
+		if (b[op + 1] == 0x01)
+			return modrm_form(b, len, op + 2, 0, addr16);
+		if (b[op + 1] == 0x38)
+			return modrm_form(b, len, op + 3, 0, addr16);
+		if (b[op + 1] == 0x3a)
+			return modrm_form(b, len, op + 3, 1, addr16);
+		break;
+	default:
+		break;
+	}
+	if (mode != PTS_EXEC_64 || !osz)
+		return 0;
+	/* Near relative branches: 8-bit displacement (Jcc, JrCXZ, LOOPcc,
+	 * JMP short) or 32-bit (CALL, JMP, Jcc near). */
+	uint8_t c = b[op];
+	size_t n = 0;
+	if ((c >= 0x70 && c <= 0x7f) || (c >= 0xe0 && c <= 0xe3) || c == 0xeb)
+		n = op + 2;
+	else if (c == 0xe8 || c == 0xe9)
+		n = op + 5;
+	else if (c == 0x0f && op + 1 < len && (b[op + 1] & 0xf0) == 0x80)
+		n = op + 6;
+	return n && n <= len ? (int)n : 0;
+}
