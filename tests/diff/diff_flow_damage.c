@@ -1200,6 +1200,9 @@ static int in_one_psb_plus(const struct buf *trace, uint64_t lo, uint64_t hi)
 	return s.psbs <= 1 && !s.ended;
 }
 
+/* For ovf_ip_rebuilt(): libipt's IP is not known (it failed there). */
+#define ANY_PAYLOAD UINT64_MAX
+
 struct ovf_ip {
 	uint64_t lib, ours; /* the IPs the decoders resumed at */
 	int after_ovf;      /* right after an OVF (timing packets aside) */
@@ -1212,7 +1215,8 @@ static int find_ovf_ip(const struct pts_packet *p, void *ctx)
 	    o->after_ovf &&
 	    (p->ipc == PTS_IPC_UPDATE_16 || p->ipc == PTS_IPC_UPDATE_32 ||
 	     p->ipc == PTS_IPC_UPDATE_48) &&
-	    p->u.ip.payload == o->lib && p->u.ip.ip == o->ours)
+	    (o->lib == ANY_PAYLOAD || p->u.ip.payload == o->lib) &&
+	    p->u.ip.ip == o->ours)
 		return 1;
 	if (p->kind == PTS_PKT_OVF)
 		o->after_ovf = 1;
@@ -1425,6 +1429,18 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	    !PTS_TOK_IS_EVENT(lib->t.v[a->from + p]) &&
 	    ovf_ip_rebuilt(c->trace, lib->t.v[a->from + p],
 			   ours->t.v[b->from + p])) {
+		tot->rules[RULE_OVF_LASTIP]++;
+		return 0;
+	}
+	/* The same when the overflow resolved at a TIP.PGE: libipt enables
+	 * at its bare payload ([enabled], then no code there), ptscope at
+	 * the rebuilt IP, where tracing stopped before ([resumed]). */
+	if (p > 0 && p < n && p + 1 < lb && a->to == a->from + p + 1 &&
+	    lib->t.v[a->from + p - 1] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+	    lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_ENABLED) &&
+	    ours->t.v[b->from + p] == PTS_TOK_EVENT(PTS_TOK_RESUMED) &&
+	    ovf_ip_rebuilt(c->trace, ANY_PAYLOAD,
+			   ours->t.v[b->from + p + 1])) {
 		tot->rules[RULE_OVF_LASTIP]++;
 		return 0;
 	}
