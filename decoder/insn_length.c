@@ -22,7 +22,8 @@ enum {
 	IZ = 8,     /* 16- or 32-bit immediate (operand size) */
 	I16 = 16,   /* 16-bit immediate */
 	REG = 32,   /* depends on ModRM.reg: see by_reg() */
-	REL = 64,   /* branch: capstone sizes these oddly with 66 or 67 */
+	REL = 64,   /* branch: with 66 or 67 capstone's (and with 66 in 64-bit
+		       mode insn_length_intel.c's: Intel ignores it) */
 };
 
 static const uint8_t one_byte[256] = {
@@ -122,7 +123,8 @@ static unsigned by_reg(unsigned map, uint8_t op, uint8_t modrm)
 	switch (op) {
 	case 0x8d: /* LEA: memory only */
 		return mem ? M : X;
-	case 0x8f: /* POP r/m; other forms are XOP */
+	case 0x8f: /* POP r/m; the other ModRM.reg forms (AMD's XOP to
+		    * capstone) are insn_length_intel.c's */
 		return reg == 0 ? M : X;
 	case 0xc6: /* MOV r/m8, imm8; XABORT is left to capstone */
 		return reg == 0 ? M | I8 : X;

@@ -1401,6 +1401,29 @@ static int lib_fails_at_psb(const struct dcase *c, const struct flow *lib,
 	return -1;
 }
 
+/* RULE_OVF_LASTIP: whether the flows part at token @p (0 < p, within
+ * both segments), right after an [overflow], at the IP the overflow
+ * resolved at, rebuilt from a compressed IP: an address for each decoder,
+ * or, when it resolved at a TIP.PGE, libipt's [enabled] at the bare
+ * payload (where its segment ends: no code there) against ptscope's
+ * [resumed] at the rebuilt IP, where tracing stopped before. What follows
+ * is not compared. */
+static int ovf_lastip_part(const struct dcase *c, const struct flow *lib,
+			   const struct seg *a, const struct flow *ours,
+			   const struct seg *b, size_t p)
+{
+	const uint64_t *l = lib->t.v + a->from, *o = ours->t.v + b->from;
+	if (l[p - 1] != PTS_TOK_EVENT(PTS_TOK_OVERFLOW))
+		return 0;
+	if (!PTS_TOK_IS_EVENT(l[p]))
+		return ovf_ip_rebuilt(c->trace, l[p], o[p]);
+	return l[p] == PTS_TOK_EVENT(PTS_TOK_ENABLED) &&
+	       a->to == a->from + p + 1 &&
+	       o[p] == PTS_TOK_EVENT(PTS_TOK_RESUMED) &&
+	       b->from + p + 1 < b->to &&
+	       ovf_ip_rebuilt(c->trace, ANY_PAYLOAD, o[p + 1]);
+}
+
 /* Checks one pair of segments from the same PSB. Returns 0 when they
  * agree (possibly by a rule, counted in @tot). */
 static int compare_pair(const struct dcase *c, const struct flow *lib,
@@ -1422,25 +1445,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[RULE_PGD_NOIP]++;
 		return 0;
 	}
-	/* RULE_OVF_LASTIP: the flows part at the IP an overflow resolved at,
-	 * rebuilt from a compressed IP: what follows is not compared. */
-	if (p > 0 && p < n &&
-	    lib->t.v[a->from + p - 1] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-	    !PTS_TOK_IS_EVENT(lib->t.v[a->from + p]) &&
-	    ovf_ip_rebuilt(c->trace, lib->t.v[a->from + p],
-			   ours->t.v[b->from + p])) {
-		tot->rules[RULE_OVF_LASTIP]++;
-		return 0;
-	}
-	/* The same when the overflow resolved at a TIP.PGE: libipt enables
-	 * at its bare payload ([enabled], then no code there), ptscope at
-	 * the rebuilt IP, where tracing stopped before ([resumed]). */
-	if (p > 0 && p < n && p + 1 < lb && a->to == a->from + p + 1 &&
-	    lib->t.v[a->from + p - 1] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-	    lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_ENABLED) &&
-	    ours->t.v[b->from + p] == PTS_TOK_EVENT(PTS_TOK_RESUMED) &&
-	    ovf_ip_rebuilt(c->trace, ANY_PAYLOAD,
-			   ours->t.v[b->from + p + 1])) {
+	if (p > 0 && p < n && ovf_lastip_part(c, lib, a, ours, b, p)) {
 		tot->rules[RULE_OVF_LASTIP]++;
 		return 0;
 	}
