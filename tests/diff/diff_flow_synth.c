@@ -94,9 +94,25 @@ static int is_jcc(struct pts_insn_classifier *cls, const struct pts_image *img,
 	       info.iclass == PTS_INSN_JCC;
 }
 
+/* Whether libipt's @a at @i and ptscope's @b at @j are the libipt
+ * limitation described at the top: libipt's error where ptscope disables
+ * after a conditional branch. */
+static int jcc_pgd_at(struct pts_insn_classifier *cls,
+		      const struct pts_image *img, const struct pts_toks *a,
+		      size_t i, const struct pts_toks *b, size_t j)
+{
+	return i < a->n && j < b->n && j &&
+	       a->v[i] == PTS_TOK_EVENT(PTS_TOK_ERROR) &&
+	       b->v[j] == PTS_TOK_EVENT(PTS_TOK_DISABLED) &&
+	       !PTS_TOK_IS_EVENT(b->v[j - 1]) && is_jcc(cls, img, b->v[j - 1]);
+}
+
 /* Where libipt resumed in ptscope's flow: the first place within
- * RESUME_WINDOW tokens that agrees for RESUME_MATCH tokens (or to libipt's
- * end), else the one that agrees the longest. */
+ * RESUME_WINDOW tokens that agrees for RESUME_MATCH tokens, to libipt's
+ * end or to libipt's next error of the same kind, else the one that agrees
+ * the longest. (libipt may stop again a few instructions after it resumes,
+ * and the same few instructions may also occur earlier in ptscope's flow:
+ * only the place where the next limitation follows is the right one.) */
 #define RESUME_MATCH 65536
 #define RESUME_WINDOW 200000
 
@@ -116,10 +132,7 @@ static int compare(const char *label, const struct pts_toks *a,
 			i++, j++;
 			continue;
 		}
-		if (a->v[i] != PTS_TOK_EVENT(PTS_TOK_ERROR) ||
-		    b->v[j] != PTS_TOK_EVENT(PTS_TOK_DISABLED) || !j ||
-		    PTS_TOK_IS_EVENT(b->v[j - 1]) ||
-		    !is_jcc(cls, img, b->v[j - 1]))
+		if (!jcc_pgd_at(cls, img, a, i, b, j))
 			break;
 		/* libipt goes on at its next instruction: find the place in
 		 * ptscope's flow from which RESUME_MATCH tokens agree. */
@@ -146,8 +159,11 @@ static int compare(const char *label, const struct pts_toks *a,
 				best = l;
 				m = c;
 			}
-			if (k + l == a->n || l == RESUME_MATCH)
+			if (k + l == a->n || l == RESUME_MATCH ||
+			    (l && jcc_pgd_at(cls, img, a, k + l, b, c + l))) {
+				m = c;
 				break;
+			}
 		}
 		if (m == b->n)
 			break;
