@@ -5,7 +5,8 @@
  * libipt (pt_insn_next on a trace that enables tracing at the
  * instruction). Both must give the same length and the same kind of
  * control flow. Then hand-made rows of what capstone 4 gets wrong for
- * Intel CPUs (decoder/insn_length_intel.c), in 64- and 32-bit mode.
+ * Intel CPUs (decoder/insn_length_intel.c), in 64- and 32-bit mode, and
+ * every opcode of every VEX and EVEX map.
  *
  * usage: diff_insn_libipt [ELF...]   (absent files are skipped; exit 77
  *        when none exists)
@@ -173,6 +174,72 @@ static bool elf_file(struct pts_insn_classifier *cls, const char *path)
 	return true;
 }
 
+/* Compares the instruction @bytes (@n of them, NOPs after) at an address
+ * of its own; returns libipt's size. */
+static int compare_bytes(struct pts_insn_classifier *cls,
+			 const uint8_t *bytes, size_t n, int mode,
+			 const char *where)
+{
+	uint8_t code[32];
+	memset(code, 0x90, sizeof(code));
+	memcpy(code, bytes, n < sizeof(code) ? n : sizeof(code));
+	struct pts_image *img = pts_image_new();
+	CHECK(img != NULL);
+	CHECK(pts_image_add_mem(img, CR3, code, sizeof(code), 0x400000) == 0);
+	code_image = img;
+	int t = compare_at(cls, 0x400000, mode, where);
+	pts_image_free(img);
+	code_image = NULL;
+	return t;
+}
+
+/* Every opcode of every VEX and EVEX map, with a register, a SIB and a
+ * RIP-relative ModRM form, in 64- and 32-bit mode: valid or not, the CPU
+ * and libipt size them alike, and so must ptscope, for bytes a damaged
+ * trace leads into (map 0F opcodes without a legacy ModRM: bswap, Jcc's
+ * displacement, RDTSC...). */
+static void vector_opcodes(struct pts_insn_classifier *cls)
+{
+	static const struct {
+		uint8_t prefix[4];
+		size_t n;
+	} prefixes[] = {
+		{{0xc5, 0xf8}, 2},		 /* VEX2, map 0F */
+		{{0xc4, 0xe1, 0x78}, 3},	 /* VEX3, maps 0F, 0F38, 0F3A */
+		{{0xc4, 0xe2, 0x78}, 3},	 {{0xc4, 0xe3, 0x78}, 3},
+		{{0x62, 0xf1, 0x7c, 0x48}, 4}, /* EVEX, the same maps */
+		{{0x62, 0xf2, 0x7c, 0x48}, 4}, {{0x62, 0xf3, 0x7c, 0x48}, 4},
+	};
+	static const uint8_t forms[][6] = {
+		{0xc0, 1, 2, 3, 4, 5},	   /* register */
+		{0x44, 0x24, 0x08, 1, 2, 3}, /* [rsp+8] */
+		{0x05, 1, 2, 3, 4, 5},	   /* [rip+disp32] */
+	};
+	uint64_t c0 = compared;
+	for (size_t p = 0; p < sizeof(prefixes) / sizeof(prefixes[0]); p++) {
+		for (unsigned op = 0; op < 256; op++) {
+			for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]);
+			     f++) {
+				uint8_t b[16];
+				size_t n = prefixes[p].n;
+				memcpy(b, prefixes[p].prefix, n);
+				b[n++] = (uint8_t)op;
+				memcpy(b + n, forms[f], sizeof(forms[f]));
+				n += sizeof(forms[f]);
+				char where[48];
+				snprintf(where, sizeof(where),
+					 "prefix %zu opcode %02x form %zu", p,
+					 op, f);
+				compare_bytes(cls, b, n, PTS_EXEC_64, where);
+				/* 32-bit mode: the register form is the
+				 * prefix, the others LES/LDS/BOUND */
+				compare_bytes(cls, b, n, PTS_EXEC_32, where);
+			}
+		}
+	}
+	printf("VEX/EVEX opcodes: %" PRIu64 " compared\n", compared - c0);
+}
+
 /* What capstone 4 sizes otherwise (or not at all), in both modes where the
  * encoding exists there. */
 static void rows(struct pts_insn_classifier *cls)
@@ -213,22 +280,12 @@ static void rows(struct pts_insn_classifier *cls)
 		{{0x66, 0x0f, 0x38, 0xcf, 0xc1}, PTS_EXEC_64, 5},
 		{{0x66, 0x0f, 0x3a, 0xce, 0xc1, 0x00}, PTS_EXEC_64, 6},
 	};
-	uint8_t code[sizeof(rows[0].bytes) + 16];
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		memset(code, 0x90, sizeof(code));
-		memcpy(code, rows[i].bytes, sizeof(rows[i].bytes));
-		struct pts_image *img = pts_image_new();
-		CHECK(img != NULL);
-		CHECK(pts_image_add_mem(img, CR3, code, sizeof(code),
-					0x400000) == 0);
-		code_image = img;
 		char where[32];
 		snprintf(where, sizeof(where), "row %zu", i);
-		CHECKF(compare_at(cls, 0x400000, rows[i].mode, where) ==
-			       rows[i].size,
+		CHECKF(compare_bytes(cls, rows[i].bytes, sizeof(rows[i].bytes),
+				     rows[i].mode, where) == rows[i].size,
 		       "%s: libipt does not give %d", where, rows[i].size);
-		pts_image_free(img);
-		code_image = NULL;
 	}
 }
 
@@ -244,6 +301,7 @@ int main(int argc, char **argv)
 	struct pts_insn_classifier *cls = pts_insn_classifier_new();
 	CHECK(cls != NULL);
 	rows(cls);
+	vector_opcodes(cls);
 	int found = 0;
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++)
