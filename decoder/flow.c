@@ -733,7 +733,15 @@ static void async_event(struct pts_flow *f)
 		struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_TSX, at,
 							h->offset);
 		r->arg = (uint64_t)(h->u.tsx.intx | h->u.tsx.abrt << 1);
+		bool abort = h->u.tsx.abrt;
 		h = pts_flow_pop(f); /* its FUP */
+		/* Only an abort has a TIP or TIP.PGD after its FUP (SDM
+		 * Table 36-15: MODE.TSX, FUP, [TIP or TIP.PGD on abort]).
+		 * After a begin or a commit the flow goes on here, and a
+		 * TIP.PGD right after is for a later branch, as libipt
+		 * takes it. */
+		if (!abort)
+			return;
 	}
 	/* Status packets between FUP and TIP are reported after the
 	 * branch (libipt binds them to the TIP); queue them first. */

@@ -30,7 +30,9 @@
  *   - a packet cut by the end inside PSB+ is reported as cut data;
  *   - a PSB+ met while walking: the walk must get to its FUP's IP before
  *     it takes another packet (a TIP.PGD does not bind to a direct branch
- *     on the way).
+ *     on the way);
+ *   - a TIP.PGD right after MODE.TSX and its FUP binds to that FUP only
+ *     for an abort.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -483,6 +485,25 @@ static void walk_to_psb_fup(uint64_t fup, uint64_t pgd, const char *label,
 	expect(label, &t, &none, want, true);
 }
 
+/* Tracing on at the JMP at 0x4000, where a transaction begins (@abort
+ * 0) or aborts: MODE.TSX, FUP, then TIP.PGD with IP 0x4002. */
+static void tsx_then_pgd(bool abort, const char *label, const char *want)
+{
+	struct pts_flow_config none = {0};
+	struct hand_trace t = {0};
+	struct pts_packet p;
+	start(&t, 0x4000);
+	memset(&p, 0, sizeof(p));
+	p.kind = PTS_PKT_MODE_TSX;
+	p.u.tsx.intx = !abort;
+	p.u.tsx.abrt = abort;
+	ht_put(&t, &p);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x4000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x4002);
+	finish(&t);
+	expect(label, &t, &none, want, true);
+}
+
 static void binding_rules(void)
 {
 	struct pts_flow_config none = {0};
@@ -508,6 +529,13 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
 	finish(&t);
 	expect("mode at near ret", &t, &none, "E2000 2000 2001 R ", false);
+
+	/* MODE.TSX and its FUP, then a TIP.PGD: the abort's, bound to the
+	 * FUP (SDM Table 36-15) ... */
+	tsx_then_pgd(1, "tsx abort, pgd", "E4000 A ");
+	/* ... but after a begin the walk goes on at the FUP's IP, and the
+	 * TIP.PGD is the JMP's there (found by diff_flow_damage, seed 41). */
+	tsx_then_pgd(0, "tsx begin, pgd", "E4000 4000 D4002 ");
 
 	/* TraceStop while on: it comes after the TIP.PGD of a stop. */
 	memset(&t, 0, sizeof(t));
