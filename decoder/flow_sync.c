@@ -523,6 +523,11 @@ void pts_flow_step_disabled(struct pts_flow *f)
 		r->arg2 = p->u.ptw.plc;
 		r->flags = PTS_EV_F_IP_SUPPRESSED;
 		return;
+	case PKT_ERROR:
+		/* With tracing off too, a packet that does not decode is
+		 * that error: cut data stays TRUNCATED. */
+		pts_flow_error(f, (int)(int64_t)p->u.tsc, 0);
+		return;
 	default:
 		if (pts_flow_codeless(f))
 			return;

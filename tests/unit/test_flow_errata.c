@@ -27,7 +27,8 @@
  *   - while tracing, a PSB+ MODE.Exec must restate the current mode;
  *   - a FUP with no TIP or TIP.PGD after it is an error, unless the
  *     trace ends after it (the walk ends at its IP);
- *   - a packet cut by the end inside PSB+ is reported as cut data;
+ *   - a packet cut by the end inside PSB+ or while tracing is off is
+ *     reported as cut data;
  *   - a PSB+ met while walking: the walk must get to its FUP's IP before
  *     it takes another packet (a TIP.PGD does not bind to a direct branch
  *     on the way);
@@ -625,6 +626,16 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
 	t.len--;
 	expect("cut in psb+", &t, &none, "E4000 4000 C ", false);
+
+	/* The same with tracing off after a TIP.PGD: a packet cut by the
+	 * end is cut data there too (it was a mismatch; found by
+	 * diff_flow_damage seed 41). libipt ends cleanly. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	t.len--;
+	expect("cut while off", &t, &none, "E2000 2000 2001 D1000 C ", false);
 
 	/* A PSB+ where the walk is at 0x1000 (TIP of the JMP at 0x4000):
 	 * its FUP must lie on the way to the next branch that takes a packet
