@@ -1212,21 +1212,25 @@ static int after_psb(const struct buf *trace, uint64_t off, int *fup,
 }
 
 /* RULE_PSB_NO_FUP and RULE_PSB_FUP_AWAY: ptscope, walking (its last
- * token, @last, is an instruction), fails with a mismatch at the first
- * packet after a PSB+ that says tracing is off, or that it goes on at an
- * IP other than the branch (@last) that needs that packet. Returns the
- * rule, or -1. */
+ * token, @last, is an instruction, or for RULE_PSB_NO_FUP the [enabled] or
+ * [resumed] of a TIP.PGE right before the PSB+), fails with a mismatch at
+ * the first packet after a PSB+ that says tracing is off, or that it goes
+ * on at an IP other than the branch (@last) that needs that packet.
+ * Returns the rule, or -1. */
 static int psb_misfit(const struct buf *trace, const struct seg *b,
 		      uint64_t last)
 {
 	int fup;
 	uint64_t ip;
+	int on = last == PTS_TOK_EVENT(PTS_TOK_ENABLED) ||
+		  last == PTS_TOK_EVENT(PTS_TOK_RESUMED);
 	if (b->end != END_ERROR || b->err != -PTS_ERR_TRACE_MISMATCH ||
-	    PTS_TOK_IS_EVENT(last) || !after_psb(trace, b->off, &fup, &ip))
+	    (PTS_TOK_IS_EVENT(last) && !on) ||
+	    !after_psb(trace, b->off, &fup, &ip))
 		return -1;
 	if (!fup)
 		return RULE_PSB_NO_FUP;
-	return b->ip == last && ip != last ? RULE_PSB_FUP_AWAY : -1;
+	return !on && b->ip == last && ip != last ? RULE_PSB_FUP_AWAY : -1;
 }
 
 /* Whether libipt's error at @off is at a CBR (RULE_TIMING). */
@@ -1360,6 +1364,17 @@ static int only_insns(const struct pts_toks *t, size_t from, size_t to)
 	return 1;
 }
 
+/* Whether tokens [@from, @to) of @t are all instructions or the
+ * [enabled] of a TIP.PGE: a walk that has read no packet further. */
+static int only_walk(const struct pts_toks *t, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (PTS_TOK_IS_EVENT(t->v[i]) &&
+		    t->v[i] != PTS_TOK_EVENT(PTS_TOK_ENABLED))
+			return 0;
+	return 1;
+}
+
 struct totals {
 	uint64_t cases, traces, segs_lib, segs_pts, pairs, tokens, errors_both;
 	uint64_t eos_both, rules[NRULES], lib_sync_errors, unmatched;
@@ -1480,8 +1495,9 @@ static int lib_fails_at_psb(const struct dcase *c, const struct flow *lib,
  * resolved at, rebuilt from a compressed IP: an address for each decoder,
  * or, when it resolved at a TIP.PGE, libipt's [enabled] at the bare
  * payload (where its segment ends: no code there) against ptscope's
- * [resumed] at the rebuilt IP, where tracing stopped before. What follows
- * is not compared. */
+ * [resumed] at the rebuilt IP, where tracing stopped before; or libipt's
+ * segment ends at the [overflow] (no code at the bare payload). What
+ * follows is not compared. */
 static int ovf_lastip_part(const struct dcase *c, const struct flow *lib,
 			   const struct seg *a, const struct flow *ours,
 			   const struct seg *b, size_t p)
@@ -1489,6 +1505,10 @@ static int ovf_lastip_part(const struct dcase *c, const struct flow *lib,
 	const uint64_t *l = lib->t.v + a->from, *o = ours->t.v + b->from;
 	if (l[p - 1] != PTS_TOK_EVENT(PTS_TOK_OVERFLOW))
 		return 0;
+	if (a->from + p == a->to) /* libipt failed at the bare payload */
+		return a->end == END_ERROR && a->err == -pte_nomap &&
+		       b->from + p < b->to && !PTS_TOK_IS_EVENT(o[p]) &&
+		       ovf_ip_rebuilt(c->trace, ANY_PAYLOAD, o[p]);
 	if (!PTS_TOK_IS_EVENT(l[p]))
 		return ovf_ip_rebuilt(c->trace, l[p], o[p]);
 	return l[p] == PTS_TOK_EVENT(PTS_TOK_ENABLED) &&
@@ -1519,7 +1539,8 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[RULE_PGD_NOIP]++;
 		return 0;
 	}
-	if (p > 0 && p < n && ovf_lastip_part(c, lib, a, ours, b, p)) {
+	if (p > 0 && (p < n || p < lb) &&
+	    ovf_lastip_part(c, lib, a, ours, b, p)) {
 		tot->rules[RULE_OVF_LASTIP]++;
 		return 0;
 	}
@@ -1591,7 +1612,13 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 				tot->rules[psb_rule >= 0 ? psb_rule : lib_psb]++;
 				return 0;
 			}
-			int same = la == lb ? same_psb_plus(c, a, b) : -1;
+			/* libipt reads a PSB+ ahead: ptscope may walk on
+			 * to the branch that needs a packet first */
+			int same = la == lb || (la < lb &&
+						only_walk(&ours->t, b->from + la,
+							  b->to))
+					   ? same_psb_plus(c, a, b)
+					   : -1;
 			if (same >= 0) {
 				tot->rules[same]++;
 				return 0;
