@@ -39,7 +39,8 @@
  * overflow events, errors).
  * Code: 0x1000 jmp 0x2000; 0x2000 nop; 0x2001 ret;
  *       0x3000 nop; 0x3001 vmlaunch; 0x3004 vmresume;
- *       0x4000 jmp rax; 0x4002 je 0x4004; 0x4004 jmp rax.
+ *       0x4000 jmp rax; 0x4002 je 0x4004; 0x4004 jmp rax;
+ *       0x5000 syscall.
  */
 #include "check.h"
 #include "hand_trace.h"
@@ -58,6 +59,7 @@ static const uint8_t code1[] = {0xe9, 0xfb, 0x0f, 0x00, 0x00};
 static const uint8_t code2[] = {0x90, 0xc3};
 static const uint8_t code3[] = {0x90, 0x0f, 0x01, 0xc2, 0x0f, 0x01, 0xc3};
 static const uint8_t code4[] = {0xff, 0xe0, 0x74, 0x00, 0xff, 0xe0};
+static const uint8_t code5[] = {0x0f, 0x05};
 static const struct {
 	const uint8_t *bytes;
 	size_t size;
@@ -67,6 +69,7 @@ static const struct {
 	{code2, sizeof(code2), 0x2000},
 	{code3, sizeof(code3), 0x3000},
 	{code4, sizeof(code4), 0x4000},
+	{code5, sizeof(code5), 0x5000},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -537,6 +540,21 @@ static void binding_rules(void)
 	/* ... but after a begin the walk goes on at the FUP's IP, and the
 	 * TIP.PGD is the JMP's there (found by diff_flow_damage, seed 41). */
 	tsx_then_pgd(0, "tsx begin, pgd", "E4000 4000 D4002 ");
+
+	/* MODE.Exec, then the TIP.PGD without IP of the SYSCALL at 0x5000
+	 * (into a ring not traced): the mode binds to the far transfer
+	 * (SDM Table 36-15 puts MODE.Exec before TIP or TIP.PGD). libipt
+	 * 2.0.5 fails at the TIP.PGE after (-pte_bad_context; found by
+	 * diff_flow_damage seed 32). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x5000);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
+	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("mode at syscall pgd", &t, &none,
+	       "E5000 5000 D E2000 2000 2001 D1000 ", false);
 
 	/* TraceStop while on: it comes after the TIP.PGD of a stop. */
 	memset(&t, 0, sizeof(t));
