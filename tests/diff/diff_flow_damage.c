@@ -45,7 +45,8 @@
  *     BIP, BEP; bit flips make them) are -pte_bad_opc for libipt and
  *     decoded by ptscope: libipt's segment may end there;
  *   - RULE_STATUS_EARLY: a PIP, MODE.Exec or VMCS that nothing can take
- *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2), or a
+ *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2), a PTW
+ *     with no PTWRITE on the way (SDM 36.4.2.21), or a
  *     FUP where a branch needs its TIP (a FUP outside PSB+ starts an
  *     asynchronous event at its own IP and is never alone: SDM Table
  *     36-15), or a MODE.TSX with no FUP after it (it is always followed
@@ -1081,9 +1082,18 @@ static uint64_t packet_after(const struct buf *trace, uint64_t off)
 	return next;
 }
 
+/* The packets the flow does not use. */
+static int timing_kind(int kind)
+{
+	return kind == PTS_PKT_TSC || kind == PTS_PKT_MTC ||
+	       kind == PTS_PKT_TMA || kind == PTS_PKT_CYC ||
+	       kind == PTS_PKT_CBR || kind == PTS_PKT_PAD ||
+	       kind == PTS_PKT_MNT;
+}
+
 struct kind_before {
 	uint64_t off;
-	int kind; /* of the packet before the one at off */
+	int kind; /* of the packet before the one at off (timing aside) */
 };
 
 static int find_before(const struct pts_packet *p, void *ctx)
@@ -1091,7 +1101,8 @@ static int find_before(const struct pts_packet *p, void *ctx)
 	struct kind_before *k = ctx;
 	if (p->offset >= k->off)
 		return 1;
-	k->kind = p->kind;
+	if (!timing_kind(p->kind)) /* PADs and timing packets aside */
+		k->kind = p->kind;
 	return 0;
 }
 
@@ -1134,13 +1145,14 @@ static int lib_fails_at_mode_pgd(const struct buf *trace, const struct seg *a)
 	       each_packet(trace, scan_mode_pgd, &m) == 1;
 }
 
-/* Whether @kind is PIP, MODE.Exec, VMCS, FUP or MODE.TSX: a packet that
- * waits for a later one to bind (RULE_STATUS_EARLY). */
+/* Whether @kind is PIP, MODE.Exec, VMCS, FUP, MODE.TSX or PTW: a packet
+ * that binds to a kind of instruction or a later packet
+ * (RULE_STATUS_EARLY). */
 static int status_kind(int kind)
 {
 	return kind == PTS_PKT_PIP || kind == PTS_PKT_MODE_EXEC ||
 	       kind == PTS_PKT_VMCS || kind == PTS_PKT_FUP ||
-	       kind == PTS_PKT_MODE_TSX;
+	       kind == PTS_PKT_MODE_TSX || kind == PTS_PKT_PTW;
 }
 
 /* Whether ptscope's error at @off is at such a packet. */
@@ -1241,15 +1253,6 @@ static int near_branch(const struct base *b, uint64_t ip)
 		return reg == 2 || reg == 4;
 	}
 	return 0;
-}
-
-/* The packets the flow does not use. */
-static int timing_kind(int kind)
-{
-	return kind == PTS_PKT_TSC || kind == PTS_PKT_MTC ||
-	       kind == PTS_PKT_TMA || kind == PTS_PKT_CYC ||
-	       kind == PTS_PKT_CBR || kind == PTS_PKT_PAD ||
-	       kind == PTS_PKT_MNT;
 }
 
 struct psb_scan {
@@ -1661,12 +1664,19 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[RULE_IP16]++;
 		return 0;
 	}
+	/* RULE_MODE_BEFORE_FUP, and RULE_STATUS_EARLY at a MODE.Exec that
+	 * libipt applies at once (its instructions take the new mode). */
 	if (b->end == END_ERROR && b->err == -PTS_ERR_TRACE_MISMATCH &&
 	    (!fails(a) || a->off > b->off) &&
-	    only_insns(&ours->t, b->from + p, b->to) &&
-	    mode_before_fup(c->trace, b->off)) {
-		tot->rules[RULE_MODE_BEFORE_FUP]++;
-		return 0;
+	    only_insns(&ours->t, b->from + p, b->to)) {
+		if (mode_before_fup(c->trace, b->off)) {
+			tot->rules[RULE_MODE_BEFORE_FUP]++;
+			return 0;
+		}
+		if (kind_at(c->trace, b->off) == PTS_PKT_MODE_EXEC) {
+			tot->rules[RULE_STATUS_EARLY]++;
+			return 0;
+		}
 	}
 	if (p < n) {
 		report(c, lib, a, ours, b, p, "the flows differ");
@@ -1730,7 +1740,9 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			 * up to the next branch can take; ptscope fails at
 			 * it, libipt keeps it pending and fails later. */
 			if (b->end == END_ERROR && b->off < a->off &&
-			    status_packet_at(c->trace, b->off)) {
+			    (status_packet_at(c->trace, b->off) ||
+			     (b->err == -PTS_ERR_TRACE_MISMATCH &&
+			      status_packet_before(c->trace, b->off)))) {
 				tot->rules[RULE_STATUS_EARLY]++;
 				return 0;
 			}
