@@ -1116,28 +1116,33 @@ static int find_before(const struct pts_packet *p, void *ctx)
 	return 0;
 }
 
+/* The kind of the packet before the one at @off (see find_before), -1
+ * when none. */
+static int kind_before(const struct buf *trace, uint64_t off)
+{
+	struct kind_before k = {off, -1, 0};
+	each_packet(trace, find_before, &k);
+	return k.kind;
+}
+
 /* RULE_FUP_AT_END: whether ptscope's error at @off is at a PSB that ends
  * the trace (cut off: no PSBEND) right after a FUP. */
 static int fup_then_last_psb(const struct buf *trace, uint64_t off)
 {
-	struct kind_before k = {off, -1, 0};
-	if (kind_at(trace, off) != PTS_PKT_PSB ||
-	    packet_after(trace, off) != off)
-		return 0;
-	each_packet(trace, find_before, &k);
-	return k.kind == PTS_PKT_FUP;
+	return kind_at(trace, off) == PTS_PKT_PSB &&
+	       packet_after(trace, off) == off &&
+	       kind_before(trace, off) == PTS_PKT_FUP;
 }
 
 /* RULE_MODE_BEFORE_FUP: whether ptscope's error at @off is at a MODE.Exec
  * right before a FUP, or at a FUP right after a MODE.Exec. */
 static int mode_before_fup(const struct buf *trace, uint64_t off)
 {
-	struct kind_before k = {off, -1, 0};
 	int kind = kind_at(trace, off);
 	if (kind == PTS_PKT_MODE_EXEC)
 		return kind_at(trace, packet_after(trace, off)) == PTS_PKT_FUP;
-	each_packet(trace, find_before, &k);
-	return kind == PTS_PKT_FUP && k.kind == PTS_PKT_MODE_EXEC;
+	return kind == PTS_PKT_FUP &&
+	       kind_before(trace, off) == PTS_PKT_MODE_EXEC;
 }
 
 struct mode_pgd {
@@ -1159,7 +1164,8 @@ static int scan_mode_pgd(const struct pts_packet *p, void *ctx)
 
 /* RULE_MODE_AT_PGD: whether libipt's -pte_bad_context at @a->off comes
  * right after a MODE.Exec and TIP.PGD without IP (and the TIP.PGE after
- * it). */
+ * it): the TIP.PGD lies within the 16 bytes before (1 byte, then a
+ * TIP.PGE of at most 9 and a few PADs or timing packets). */
 static int lib_fails_at_mode_pgd(const struct buf *trace, const struct seg *a)
 {
 	struct mode_pgd m = {a->off > 16 ? a->off - 16 : 0, a->off, 0};
@@ -1188,9 +1194,7 @@ static int status_packet_at(const struct buf *trace, uint64_t off)
  * then failed at what came next (a PSB, a TNT) instead of its TIP. */
 static int status_packet_before(const struct buf *trace, uint64_t off)
 {
-	struct kind_before k = {off, -1, 0};
-	each_packet(trace, find_before, &k);
-	return status_kind(k.kind);
+	return status_kind(kind_before(trace, off));
 }
 
 /* Whether the instruction at @ip is invalid in 64-bit mode by the opcode
@@ -1447,12 +1451,19 @@ static int scan_psb_status(const struct pts_packet *p, void *ctx)
 	return 0;
 }
 
+/* What the PSB+ at @psb holds (in_psb 0: no PSB there). */
+static struct psb_status psb_status_at(const struct buf *trace, uint64_t psb)
+{
+	struct psb_status s = {psb, 0, 0, 0, 0};
+	each_packet(trace, scan_psb_status, &s);
+	return s;
+}
+
 /* Whether the PSB+ at @psb holds a FUP (tracing on) but no MODE.Exec,
  * which it must then hold (SDM 36.3.7): RULE_PSB_NO_MODE. */
 static int psb_without_mode(const struct buf *trace, uint64_t psb)
 {
-	struct psb_status s = {psb, 0, 0, 0, 0};
-	each_packet(trace, scan_psb_status, &s);
+	struct psb_status s = psb_status_at(trace, psb);
 	return s.in_psb && s.fup && !s.mode;
 }
 
@@ -1460,17 +1471,14 @@ static int psb_without_mode(const struct buf *trace, uint64_t psb)
  * rejects (-pte_bad_packet, reported at the PSB): RULE_TIMING. */
 static int psb_with_cbr0(const struct buf *trace, uint64_t psb)
 {
-	struct psb_status s = {psb, 0, 0, 0, 0};
-	each_packet(trace, scan_psb_status, &s);
+	struct psb_status s = psb_status_at(trace, psb);
 	return s.in_psb && s.cbr0;
 }
 
 static int note_last(const struct pts_packet *p, void *ctx)
 {
 	/* zeroed bytes and timing packets say nothing of the flow */
-	if (p->kind != PTS_PKT_PAD && p->kind != PTS_PKT_CYC &&
-	    p->kind != PTS_PKT_MTC && p->kind != PTS_PKT_TSC &&
-	    p->kind != PTS_PKT_TMA && p->kind != PTS_PKT_CBR)
+	if (!timing_kind(p->kind))
 		*(struct pts_packet *)ctx = *p;
 	return 0;
 }
@@ -1484,22 +1492,16 @@ static int fup_ends(const struct buf *trace)
 	return last.kind == PTS_PKT_FUP && last.ipc != PTS_IPC_SUPPRESSED;
 }
 
-/* Whether tokens [@from, @to) of @t are all instructions. */
-static int only_insns(const struct pts_toks *t, size_t from, size_t to)
-{
-	for (size_t i = from; i < to; i++)
-		if (PTS_TOK_IS_EVENT(t->v[i]))
-			return 0;
-	return 1;
-}
-
-/* Whether tokens [@from, @to) of @t are all instructions or the
- * [enabled] of a TIP.PGE: a walk that has read no packet further. */
-static int only_walk(const struct pts_toks *t, size_t from, size_t to)
+/* Whether tokens [@from, @to) of @t are all instructions, or with
+ * @enabled_too also the [enabled] of a TIP.PGE (a walk that has read no
+ * packet further). */
+static int only_walk(const struct pts_toks *t, size_t from, size_t to,
+		     int enabled_too)
 {
 	for (size_t i = from; i < to; i++)
 		if (PTS_TOK_IS_EVENT(t->v[i]) &&
-		    t->v[i] != PTS_TOK_EVENT(PTS_TOK_ENABLED))
+		    !(enabled_too &&
+		      t->v[i] == PTS_TOK_EVENT(PTS_TOK_ENABLED)))
 			return 0;
 	return 1;
 }
@@ -1697,7 +1699,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	 * libipt applies at once (its instructions take the new mode). */
 	if (b->end == END_ERROR && b->err == -PTS_ERR_TRACE_MISMATCH &&
 	    (!fails(a) || a->off > b->off) &&
-	    only_insns(&ours->t, b->from + p, b->to)) {
+	    only_walk(&ours->t, b->from + p, b->to, 0)) {
 		if (mode_before_fup(c->trace, b->off)) {
 			tot->rules[RULE_MODE_BEFORE_FUP]++;
 			return 0;
@@ -1725,7 +1727,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		/* RULE_FUP_AT_END: ptscope walks on to the IP of the FUP that
 		 * ends the trace; libipt ends before. */
 		if (la < lb && fup_ends(c->trace) &&
-		    only_insns(&ours->t, b->from + la, b->to)) {
+		    only_walk(&ours->t, b->from + la, b->to, 0)) {
 			tot->rules[RULE_FUP_AT_END]++;
 			return 0;
 		}
@@ -1738,7 +1740,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	    b->err == -PTS_ERR_TRACE_MISMATCH && la <= lb &&
 	    ((fup_ends(c->trace) && kind_at(c->trace, b->off) == PTS_PKT_FUP) ||
 	     fup_then_last_psb(c->trace, b->off)) &&
-	    only_insns(&ours->t, b->from + la, b->to)) {
+	    only_walk(&ours->t, b->from + la, b->to, 0)) {
 		tot->rules[RULE_FUP_AT_END]++;
 		return 0;
 	}
@@ -1789,7 +1791,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			 * to the branch that needs a packet first */
 			int same = la == lb || (la < lb &&
 						only_walk(&ours->t, b->from + la,
-							  b->to))
+							  b->to, 1))
 					   ? same_psb_plus(c, a, b)
 					   : -1;
 			if (same >= 0) {
