@@ -754,6 +754,13 @@ static void async_event(struct pts_flow *f)
 	if (!t || (t->kind != PTS_PKT_TIP && t->kind != PTS_PKT_TIP_PGD)) {
 		if (tsx) /* TSX commit/begin: the flow goes on here */
 			return;
+		if (t && (t->kind == PTS_PKT_OVF || t->kind == PKT_ERROR) &&
+		    i == 0) {
+			/* The TIP or TIP.PGD was lost in an overflow, or is
+			 * cut by the end or damaged: the walk got to the
+			 * FUP's IP, the OVF or the error is next. */
+			return;
+		}
 		if (!f->qlen && f->pkt_eos) {
 			/* The trace ends after the FUP: its TIP or TIP.PGD is
 			 * cut off, as the packet of a branch at the end

@@ -290,6 +290,9 @@ void pts_flow_overflow(struct pts_flow *f)
 	 * binding state from before it are void. */
 	f->rs_len = 0;
 	f->tnt_count = 0;
+	/* Nor does a TIP.PGE after it resume where tracing stopped before:
+	 * what ran in between is lost (libipt: no resumed flag). */
+	f->have_disabled_at = false;
 	/* The OVF binds to a FUP right after it (timing packets are not
 	 * queued): the overflow resolved with tracing on. */
 	const struct pts_packet *next = pts_flow_peek(f, 1);

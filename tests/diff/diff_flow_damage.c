@@ -59,16 +59,20 @@
  *     where it looks for a TIP (its query decoder makes a CBR an event; a
  *     CBR may come between any two packets, SDM 36.3.1: frequency
  *     changes are asynchronous), or at a PSB+ with a CBR of ratio 0,
- *     which its clock rejects; ptscope does not bind timing packets to
- *     the flow and goes on. (A TSC where a TIP was is not tolerated: the
- *     TIP may be missing.)
+ *     which its clock rejects, or at a CYC of 10 bytes or more
+ *     (-pte_bad_packet: libipt 2.0.5 refuses a CYC whose value passes bit
+ *     64; the SDM sets no length limit, ptscope reads up to 15 bytes, as
+ *     tests/common/oracle.c has it); ptscope does not bind timing packets
+ *     to the flow and goes on. (A TSC where a TIP was is not tolerated:
+ *     the TIP may be missing.)
  *   - RULE_INVALID_INSN: a damaged TIP lands inside an instruction, on
  *     bytes the opcode map makes invalid in 64-bit mode (1F, CE, FF /7,
  *     ...; SDM Vol. 2, App. A), a reserved form (MOV to or from segment
  *     register 6 or 7, 8C/8E; group 6 /6 /7; group 11 but MOV, XABORT
- *     and XBEGIN; the x87 forms DA E0-FF but E9, DB F8-FF, DB /4 /6 and
- *     D9 /1 with memory), a register operand where
- *     only memory is defined (LEA, far CALL/JMP FF /3 /5), or on an
+ *     and XBEGIN; the x87 forms the escape opcode tables leave blank, see
+ *     x87_reserved()), a register operand where
+ *     only memory is defined (LEA, far CALL/JMP FF /3 /5), a LOCK
+ *     prefix on an instruction that takes none (lockable()), or on an
  *     EVEX prefix (62) whose fixed bits are
  *     wrong (P0[3:2] must be 0, P1[2] must be 1: SDM Vol. 2A, EVEX bit
  *     fields; else #UD). libipt's instruction length decoder sizes them
@@ -108,7 +112,11 @@
  *     pt_qry_decode_psb moves back to the PSB (so that a resync may try it
  *     again) and the error is reported there. The byte scan may see a PSB
  *     between them that is the same PSB+ (a longer run of 02 82 pairs, or
- *     its pattern inside a packet of it);
+ *     its pattern inside a packet of it). ptscope may report a TIP.PGD
+ *     and TIP.PGE right before the PSB that libipt does not: after the
+ *     packet of an event, pt_qry_event reads ahead to the next packet a
+ *     query needs (pt_qry_read_ahead), through the PSB+, and returns the
+ *     PSB+'s error in place of the event;
  *   - RULE_OVF_LASTIP: the FUP (or TIP.PGE) an overflow resolves at has
  *     an IP compressed against last-IP. "Any IP compression that follows
  *     the OVF is guaranteed to use as a reference LastIP the IP payload of
@@ -143,7 +151,9 @@
  *     took a packet. When the damage changed the FUP's IP, ptscope meets a
  *     branch that needs a packet before it gets there and fails at the
  *     FUP (TRACE_MISMATCH); libipt still ends cleanly. The same when a PSB
- *     cut off by the end follows the FUP;
+ *     cut off by the end follows the FUP, or a PSBEND outside PSB+ (which
+ *     both decoders pass over); when the TIP or TIP.PGD is there but cut
+ *     by the end, ptscope reports the cut packet at the FUP's IP;
  *   - RULE_PGD_WHILE_OFF: a TIP.PGD while tracing is off (a duplicate of
  *     the one before). A TIP.PGD marks PacketEn going from 1 to 0 (SDM
  *     36.4.2.5): ptscope fails there with TRACE_MISMATCH;
@@ -168,7 +178,18 @@
  *   - RULE_IP16: in 16-bit code (a damaged MODE.Exec) a near branch's
  *     target wraps at 64 KiB (SDM Vol. 2, JMP, Jcc, CALL: with operand
  *     size 16, EIP <- tempEIP AND 0000FFFFH): ptscope truncates it,
- *     libipt 2.0.5 does not. What follows is not compared.
+ *     libipt 2.0.5 does not. What follows is not compared;
+ *   - RULE_OVF_IN_PSB: an OVF inside PSB+ and the PSBEND after it. "OVF
+ *     also terminates PSB+" (SDM 36.4.2.18, pt-sgx-facts.md): ptscope
+ *     passes over the PSBEND and resumes at the FUP or TIP.PGE after it
+ *     (SDM 36.4.2.16); libipt 2.0.5 fails at the PSBEND with
+ *     -pte_bad_context. The flows agree up to ptscope's [overflow];
+ *   - RULE_FUP_OVF: a FUP, then an OVF in place of its TIP or TIP.PGD
+ *     (lost in the overflow). The FUP gives the IP the code got to (SDM
+ *     36.4.2.6): ptscope walks there, then reports the overflow; libipt
+ *     reports the overflow as soon as its query decoder meets it, before
+ *     the walk. ptscope's walk to the FUP's IP is taken out and the rest
+ *     compared as any other pair.
  *
  * With the default seed and with seeds 2, 3 and 21-83 every case agrees or
  * parts by one of these rules (CI runs the default, 2, 3, 22, 23, 26, 32,
@@ -1022,14 +1043,14 @@ enum { RULE_ERR_COUNT, RULE_END_KIND, RULE_NEW_PACKET, RULE_HANG,
        RULE_PSB_FUP_AWAY, RULE_PGD_NOIP, RULE_READ_AHEAD, RULE_PSB_BACK,
        RULE_OVF_LASTIP, RULE_PSB_ENABLES, RULE_PSB_NO_MODE, RULE_FUP_AT_END,
        RULE_PGD_WHILE_OFF, RULE_MODE_BEFORE_FUP, RULE_RET_STACKS,
-       RULE_MODE_AT_PGD, RULE_IP16, NRULES };
+       RULE_MODE_AT_PGD, RULE_IP16, RULE_OVF_IN_PSB, RULE_FUP_OVF, NRULES };
 static const char *const rule_names[NRULES] = {
 	"both fail, one after more instructions",
 	"same flow, one ends cleanly, the other at cut data",
 	"packet unknown to libipt 2.0.5",
 	"loop without trace (libipt capped, ptscope NO_PROGRESS)",
 	"a packet nothing can take (ptscope fails there)",
-	"libipt fails at a CBR, which the flow does not use",
+	"libipt fails at a CBR or long CYC, which the flow does not use",
 	"an instruction invalid in 64-bit mode, sized by libipt",
 	"a PSB+ without FUP while tracing (tracing off for ptscope only)",
 	"a PSB+ FUP off the walk (checked by ptscope only)",
@@ -1045,11 +1066,14 @@ static const char *const rule_names[NRULES] = {
 	"return stacks apart (a RET compressed for one decoder only)",
 	"MODE.Exec before a TIP.PGD without IP (libipt fails after it)",
 	"a branch target in 16-bit code (truncated by ptscope only)",
+	"an OVF ends PSB+ (libipt fails at the PSBEND after it)",
+	"a FUP, then OVF (ptscope walks to the FUP's IP first)",
 };
 
 struct kind_at {
 	uint64_t off;
 	int kind;
+	unsigned size;
 };
 
 static int find_kind(const struct pts_packet *p, void *ctx)
@@ -1058,12 +1082,13 @@ static int find_kind(const struct pts_packet *p, void *ctx)
 	if (p->offset < k->off)
 		return 0;
 	k->kind = p->offset == k->off ? p->kind : -1;
+	k->size = p->size;
 	return 1;
 }
 
 static int kind_at(const struct buf *trace, uint64_t off)
 {
-	struct kind_at k = {off, -1};
+	struct kind_at k = {off, -1, 0};
 	each_packet(trace, find_kind, &k);
 	return k.kind;
 }
@@ -1097,6 +1122,7 @@ static int timing_kind(int kind)
 struct kind_before {
 	uint64_t off;
 	int kind;   /* of the packet before the one at off (timing aside) */
+	int ipc;    /* its IP compression */
 	int in_psb; /* inside PSB+ */
 };
 
@@ -1113,6 +1139,7 @@ static int find_before(const struct pts_packet *p, void *ctx)
 		return 0;
 	k->in_psb &= p->kind != PTS_PKT_PSBEND;
 	k->kind = p->kind;
+	k->ipc = p->ipc;
 	return 0;
 }
 
@@ -1120,7 +1147,7 @@ static int find_before(const struct pts_packet *p, void *ctx)
  * when none. */
 static int kind_before(const struct buf *trace, uint64_t off)
 {
-	struct kind_before k = {off, -1, 0};
+	struct kind_before k = {off, -1, 0, 0};
 	each_packet(trace, find_before, &k);
 	return k.kind;
 }
@@ -1200,21 +1227,93 @@ static int status_packet_before(const struct buf *trace, uint64_t off)
 /* Whether the instruction at @ip is invalid in 64-bit mode by the opcode
  * map (SDM Vol. 2, App. A: the one-byte opcodes marked i64; group 5 /7,
  * group 4 /2-/7, group 6 /6-/7, group 11 /1-/6 (and /7 but
- * XABORT/XBEGIN), segment registers 6 and 7 and the x87 forms DA E0-FF
- * (but E9), DB F8-FF, DB /4 /6 and D9 /1 with memory are reserved; LEA
+ * XABORT/XBEGIN), segment registers 6 and 7 and the blank x87 forms
+ * (x87_reserved()) are reserved; LEA
  * and far CALL/JMP through group 5 need a memory operand).
  * RULE_INVALID_INSN. */
+/* Whether the opcode at @op (3 bytes there) takes a LOCK prefix: ADD,
+ * ADC, AND, BTC, BTR, BTS, CMPXCHG, CMPXCHG8B/16B, DEC, INC, NEG, NOT, OR,
+ * SBB, SUB, XOR, XADD and XCHG with a memory destination; any other
+ * instruction raises #UD (SDM Vol. 2, LOCK). */
+static int lockable(const uint8_t *op)
+{
+	const unsigned mem = op[1] >> 6 != 3, reg = (op[1] >> 3) & 7;
+	if (op[0] < 0x38 && (op[0] & 7) < 2) /* ADD ... XOR r/m, reg */
+		return mem;
+	switch (op[0]) {
+	case 0x80: case 0x81: case 0x83:
+		return mem && reg != 7; /* but CMP */
+	case 0x86: case 0x87:
+		return mem;
+	case 0xf6: case 0xf7:
+		return mem && (reg == 2 || reg == 3); /* NOT, NEG */
+	case 0xfe: case 0xff:
+		return mem && reg < 2; /* INC, DEC */
+	case 0x0f: {
+		const unsigned mem2 = op[2] >> 6 != 3, reg2 = (op[2] >> 3) & 7;
+		switch (op[1]) {
+		case 0xab: case 0xb3: case 0xbb: /* BTS, BTR, BTC */
+		case 0xb0: case 0xb1: case 0xc0: case 0xc1: /* CMPXCHG, XADD */
+			return mem2;
+		case 0xba:
+			return mem2 && reg2 >= 5;
+		case 0xc7:
+			return mem2 && reg2 == 1;
+		default:
+			return 0;
+		}
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The x87 forms the opcode map leaves blank (SDM Vol. 2, A.5, the
+ * escape opcode tables): with memory D9 /1, DB /4 /6, DD /5; with a
+ * register D9 D1-D7 E2 E3 E6 E7 EF, DA E0-FF but FUCOMPP (E9), DB E5-E7
+ * F8-FF, DD F0-FF, DE D8 DA-DF, DF E1-E7 F8-FF. (Blanks that capstone
+ * decodes as undocumented aliases, FSTP1 and the like, take no part:
+ * ptscope walks them as libipt does.) */
+static int x87_reserved(uint8_t op, uint8_t modrm)
+{
+	const unsigned reg = (modrm >> 3) & 7;
+	if (modrm < 0xc0)
+		return (op == 0xd9 && reg == 1) ||
+		       (op == 0xdb && (reg == 4 || reg == 6)) ||
+		       (op == 0xdd && reg == 5);
+	switch (op) {
+	case 0xd9:
+		return (modrm >= 0xd1 && modrm <= 0xd7) || modrm == 0xe2 ||
+		       modrm == 0xe3 || modrm == 0xe6 || modrm == 0xe7 ||
+		       modrm == 0xef;
+	case 0xda:
+		return modrm >= 0xe0 && modrm != 0xe9;
+	case 0xdb:
+		return (modrm >= 0xe5 && modrm <= 0xe7) || modrm >= 0xf8;
+	case 0xdd:
+		return modrm >= 0xf0;
+	case 0xde:
+		return modrm == 0xd8 || (modrm >= 0xda && modrm <= 0xdf);
+	case 0xdf:
+		return (modrm >= 0xe1 && modrm <= 0xe7) || modrm >= 0xf8;
+	default:
+		return 0;
+	}
+}
+
 static int invalid_in_64(const struct base *b, uint64_t ip)
 {
 	uint8_t x[15];
-	int n = pts_image_fetch(b->img, 0, ip, x, sizeof(x)), i = 0;
+	int n = pts_image_fetch(b->img, 0, ip, x, sizeof(x)), i = 0, lock = 0;
 	while (i < n && (x[i] == 0x66 || x[i] == 0x67 || x[i] == 0xf2 ||
 			 x[i] == 0xf3 || x[i] == 0xf0 || x[i] == 0x2e ||
 			 x[i] == 0x36 || x[i] == 0x3e || x[i] == 0x26 ||
 			 x[i] == 0x64 || x[i] == 0x65 || (x[i] & 0xf0) == 0x40))
-		i++;
-	if (i >= n)
+		lock |= x[i++] == 0xf0;
+	if (i + 2 >= n)
 		return 0;
+	if (lock && !lockable(x + i))
+		return 1;
 	switch (x[i]) {
 	case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e:
 	case 0x1f: case 0x27: case 0x2f: case 0x37: case 0x3f: case 0x60:
@@ -1223,12 +1322,9 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 		return 1;
 	case 0x8c: case 0x8e: /* segment registers 6 and 7 do not exist */
 		return i + 1 < n && ((x[i + 1] >> 3) & 7) >= 6;
-	case 0xdb: /* x87: DB F8-FF, and DB /4 /6 with memory, are
-		    * reserved (SDM Vol. 2, A.5) */
-		return i + 1 < n &&
-		       (x[i + 1] >= 0xf8 ||
-			(x[i + 1] >> 6 != 3 && (((x[i + 1] >> 3) & 7) == 4 ||
-						((x[i + 1] >> 3) & 7) == 6)));
+	case 0xd8: case 0xd9: case 0xda: case 0xdb: case 0xdc: case 0xdd:
+	case 0xde: case 0xdf:
+		return i + 1 < n && x87_reserved(x[i], x[i + 1]);
 	case 0x62:
 		/* EVEX: P0[3:2] must be 0, P1[2] must be 1 (SDM Vol. 2A,
 		 * "Instruction Format and EVEX", the EVEX bit fields table);
@@ -1246,11 +1342,6 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 		       x[i + 1] != 0xf8;
 	case 0x8d: /* LEA needs memory */
 		return i + 1 < n && x[i + 1] >> 6 == 3;
-	case 0xd9: /* x87: D9 /1 with memory is reserved */
-		return i + 1 < n && x[i + 1] >> 6 != 3 &&
-		       ((x[i + 1] >> 3) & 7) == 1;
-	case 0xda: /* x87: DA E0-FF are reserved but FUCOMPP (E9) */
-		return i + 1 < n && x[i + 1] >= 0xe0 && x[i + 1] != 0xe9;
 	case 0x0f: /* group 6 (0F 00): /6 and /7 are reserved */
 		return i + 2 < n && x[i + 1] == 0x00 &&
 		       ((x[i + 2] >> 3) & 7) >= 6;
@@ -1352,10 +1443,14 @@ static int psb_misfit(const struct buf *trace, const struct seg *b,
 	return !on && b->ip == last && ip != last ? RULE_PSB_FUP_AWAY : -1;
 }
 
-/* Whether libipt's error at @off is at a CBR (RULE_TIMING). */
-static int cbr_at(const struct buf *trace, uint64_t off)
+/* Whether libipt's error @err at @off is at a CBR, or a CYC of 10 bytes
+ * or more (RULE_TIMING). */
+static int timing_error_at(const struct buf *trace, uint64_t off, int err)
 {
-	return kind_at(trace, off) == PTS_PKT_CBR;
+	struct kind_at k = {off, -1, 0};
+	each_packet(trace, find_kind, &k);
+	return k.kind == PTS_PKT_CBR ||
+	       (k.kind == PTS_PKT_CYC && k.size >= 10 && err == -pte_bad_packet);
 }
 
 struct psb_span {
@@ -1475,33 +1570,56 @@ static int psb_with_cbr0(const struct buf *trace, uint64_t psb)
 	return s.in_psb && s.cbr0;
 }
 
-static int note_last(const struct pts_packet *p, void *ctx)
+/* RULE_OVF_IN_PSB: whether the packet at @off of @trace is a PSBEND
+ * right after an OVF inside PSB+. */
+static int ovf_ends_psb(const struct buf *trace, uint64_t off)
 {
-	/* zeroed bytes and timing packets say nothing of the flow */
+	struct kind_before k = {off, -1, 0, 0};
+	each_packet(trace, find_before, &k);
+	return k.kind == PTS_PKT_OVF && k.in_psb &&
+	       kind_at(trace, off) == PTS_PKT_PSBEND;
+}
+
+/* RULE_FUP_OVF: whether @trace has a FUP right before an OVF (timing
+ * packets aside). */
+static int find_fup_ovf(const struct pts_packet *p, void *ctx)
+{
+	int *after_fup = ctx;
+	if (p->kind == PTS_PKT_OVF && *after_fup)
+		return 1;
 	if (!timing_kind(p->kind))
-		*(struct pts_packet *)ctx = *p;
+		*after_fup = p->kind == PTS_PKT_FUP;
 	return 0;
 }
 
-/* Whether the last packet of @trace but PADs and timing packets is a FUP
- * with an IP (RULE_FUP_AT_END). */
+static int fup_then_ovf(const struct buf *trace)
+{
+	int after_fup = 0;
+	return each_packet(trace, find_fup_ovf, &after_fup);
+}
+
+/* Whether the last packet of @trace but PADs, timing packets and a stray
+ * PSBEND is a FUP with an IP (RULE_FUP_AT_END). */
 static int fup_ends(const struct buf *trace)
 {
-	struct pts_packet last = {.kind = PTS_PKT_PAD};
-	each_packet(trace, note_last, &last);
-	return last.kind == PTS_PKT_FUP && last.ipc != PTS_IPC_SUPPRESSED;
+	struct kind_before k = {UINT64_MAX, -1, 0, 0};
+	each_packet(trace, find_before, &k);
+	return k.kind == PTS_PKT_FUP && k.ipc != PTS_IPC_SUPPRESSED;
 }
 
 /* Whether tokens [@from, @to) of @t are all instructions, or with
- * @enabled_too also the [enabled] of a TIP.PGE (a walk that has read no
- * packet further). */
+ * @enables_too also the [enabled], [disabled] and [resumed] of TIP.PGE and
+ * TIP.PGD packets (that libipt's query decoder read past, see
+ * RULE_PSB_BACK). */
 static int only_walk(const struct pts_toks *t, size_t from, size_t to,
-		     int enabled_too)
+		     int enables_too)
 {
 	for (size_t i = from; i < to; i++)
 		if (PTS_TOK_IS_EVENT(t->v[i]) &&
-		    !(enabled_too &&
-		      t->v[i] == PTS_TOK_EVENT(PTS_TOK_ENABLED)))
+		    !(enables_too &&
+		      (t->v[i] == PTS_TOK_EVENT(PTS_TOK_ENABLED) ||
+		       t->v[i] == PTS_TOK_EVENT(PTS_TOK_DISABLED) ||
+		       t->v[i] == PTS_TOK_EVENT(PTS_TOK_RESUMED))))
 			return 0;
 	return 1;
 }
@@ -1636,17 +1754,25 @@ static int ovf_lastip_part(const struct dcase *c, const struct flow *lib,
 			   const struct seg *b, size_t p)
 {
 	const uint64_t *l = lib->t.v + a->from, *o = ours->t.v + b->from;
-	/* tracing was off before the OVF: both [enabled], then the IPs */
+	/* libipt failed at the bare payload, ptscope goes on at the IP */
+	const int lib_nomap =
+		a->from + p == a->to && a->end == END_ERROR &&
+		a->err == -pte_nomap && b->from + p < b->to &&
+		!PTS_TOK_IS_EVENT(o[p]) &&
+		ovf_ip_rebuilt(c->trace, ANY_PAYLOAD, o[p]);
+	/* tracing was off before the OVF, or the OVF resolved with it off:
+	 * both [enabled], then the IPs */
 	if (p > 1 && l[p - 1] == PTS_TOK_EVENT(PTS_TOK_ENABLED) &&
-	    l[p - 2] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-	    !PTS_TOK_IS_EVENT(l[p]) && !PTS_TOK_IS_EVENT(o[p]))
-		return ovf_ip_rebuilt(c->trace, l[p], o[p]);
+	    l[p - 2] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW)) {
+		if (a->from + p == a->to)
+			return lib_nomap;
+		return !PTS_TOK_IS_EVENT(l[p]) && !PTS_TOK_IS_EVENT(o[p]) &&
+		       ovf_ip_rebuilt(c->trace, l[p], o[p]);
+	}
 	if (l[p - 1] != PTS_TOK_EVENT(PTS_TOK_OVERFLOW))
 		return 0;
-	if (a->from + p == a->to) /* libipt failed at the bare payload */
-		return a->end == END_ERROR && a->err == -pte_nomap &&
-		       b->from + p < b->to && !PTS_TOK_IS_EVENT(o[p]) &&
-		       ovf_ip_rebuilt(c->trace, ANY_PAYLOAD, o[p]);
+	if (a->from + p == a->to)
+		return lib_nomap;
 	if (!PTS_TOK_IS_EVENT(l[p]))
 		return ovf_ip_rebuilt(c->trace, l[p], o[p]);
 	if (l[p] != PTS_TOK_EVENT(PTS_TOK_ENABLED) ||
@@ -1657,6 +1783,38 @@ static int ovf_lastip_part(const struct dcase *c, const struct flow *lib,
 		return ovf_ip_rebuilt(c->trace, ANY_PAYLOAD, o[p + 1]);
 	return !PTS_TOK_IS_EVENT(l[p + 1]) &&
 	       ovf_ip_rebuilt(c->trace, l[p + 1], o[p + 1]);
+}
+
+static int compare_pair(const struct dcase *c, const struct flow *lib,
+			const struct seg *a, const struct flow *ours,
+			const struct seg *b, struct totals *tot);
+
+/* compare_pair() with ptscope's tokens [@from, @to) of segment @b taken
+ * out. */
+static int compare_without(const struct dcase *c, const struct flow *lib,
+			   const struct seg *a, const struct flow *ours,
+			   const struct seg *b, size_t from, size_t to,
+			   struct totals *tot)
+{
+	const size_t cut = to - from;
+	struct flow less = {0};
+	struct seg b2 = *b;
+	for (size_t i = 0; i < ours->t.n; i++)
+		if (i < from || i >= to)
+			pts_toks_add(&less.t, ours->t.v[i]);
+	less.pgd_noip = calloc(ours->npgd + 1, sizeof(size_t));
+	if (!less.pgd_noip)
+		abort();
+	for (size_t i = 0; i < ours->npgd; i++)
+		if (ours->pgd_noip[i] < from || ours->pgd_noip[i] >= to)
+			less.pgd_noip[less.npgd++] =
+				ours->pgd_noip[i] - (ours->pgd_noip[i] >= to
+							     ? cut
+							     : 0);
+	b2.to -= cut;
+	int r = compare_pair(c, lib, a, &less, &b2, tot);
+	flow_free(&less);
+	return r;
 }
 
 /* Checks one pair of segments from the same PSB. Returns 0 when they
@@ -1684,6 +1842,22 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	    ovf_lastip_part(c, lib, a, ours, b, p)) {
 		tot->rules[RULE_OVF_LASTIP]++;
 		return 0;
+	}
+	/* RULE_FUP_OVF: libipt's [overflow] comes where ptscope walks on to
+	 * a FUP's IP first; the rest is compared without that walk. */
+	if (p < n && lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+	    fup_then_ovf(c->trace)) {
+		size_t q = b->from + p;
+		while (q < b->to && !PTS_TOK_IS_EVENT(ours->t.v[q]))
+			q++;
+		if (q > b->from + p && q < b->to &&
+		    ours->t.v[q] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW)) {
+			tot->rules[RULE_FUP_OVF]++;
+			tot->pairs--;
+			tot->tokens -= p;
+			return compare_without(c, lib, a, ours, b, b->from + p, q,
+					       tot);
+		}
 	}
 	/* RULE_IP16: in 16-bit code a near branch's target is truncated to
 	 * 16 bits (SDM Vol. 2, JMP/Jcc/CALL with operand size 16: "EIP <-
@@ -1734,6 +1908,13 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		report(c, lib, a, ours, b, n, "both reach the end, not equal");
 		return 1;
 	}
+	/* RULE_FUP_AT_END with the TIP or TIP.PGD cut by the end: ptscope
+	 * walks to the FUP's IP and reports the cut packet. */
+	if (a->end == END_EOS && b->end == END_CUT && la < lb && p == la &&
+	    fup_ends(c->trace) && only_walk(&ours->t, b->from + la, b->to, 0)) {
+		tot->rules[RULE_FUP_AT_END]++;
+		return 0;
+	}
 	/* RULE_FUP_AT_END with an IP off the walk: ptscope fails at that
 	 * FUP on the way. */
 	if (a->end == END_EOS && b->end == END_ERROR &&
@@ -1760,7 +1941,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	 * (to the end or a later error, after a PSB too). */
 	int timing = a->end == END_ERROR && la <= lb &&
 		     (b->end == END_EOS || b->off > a->off) &&
-		     (cbr_at(c->trace, a->off) ||
+		     (timing_error_at(c->trace, a->off, a->err) ||
 		      psb_with_cbr0(c->trace, a->off));
 	/* RULE_MODE_AT_PGD: likewise at a MODE.Exec + TIP.PGD */
 	int mode_pgd = la <= lb && (b->end == END_EOS || b->off > a->off) &&
@@ -1788,7 +1969,8 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 				return 0;
 			}
 			/* libipt reads a PSB+ ahead: ptscope may walk on
-			 * to the branch that needs a packet first */
+			 * to the branch that needs a packet first, and
+			 * report the enables and disables before it */
 			int same = la == lb || (la < lb &&
 						only_walk(&ours->t, b->from + la,
 							  b->to, 1))
@@ -1817,6 +1999,13 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	if (la == lb && ((a->end == END_EOS && b->end == END_CUT) ||
 			 (a->end == END_CUT && b->end == END_EOS))) {
 		tot->rules[RULE_END_KIND]++;
+		return 0;
+	}
+	if (a->end == END_ERROR && a->err == -pte_bad_context && p == la &&
+	    la < lb &&
+	    ours->t.v[b->from + la] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+	    ovf_ends_psb(c->trace, a->off)) {
+		tot->rules[RULE_OVF_IN_PSB]++;
 		return 0;
 	}
 	/* RULE_NEW_PACKET: libipt stops at a packet it does not know. */

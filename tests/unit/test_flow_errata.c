@@ -23,17 +23,22 @@
  *     instruction walked;
  *   - TraceStop while tracing is on is an error (it follows a TIP.PGD);
  *   - a PSBEND outside PSB+ means nothing; a PSB inside PSB+ is an error;
+ *     an OVF ends PSB+ (the PSBEND after it is outside);
  *   - a trace that ends right after a TIP.PGE ends there;
  *   - while tracing, a PSB+ MODE.Exec must restate the current mode;
  *   - a FUP with no TIP or TIP.PGD after it is an error, unless the
- *     trace ends after it (the walk ends at its IP);
+ *     trace ends after it (the walk ends at its IP) or an OVF or a
+ *     packet cut by the end follows (the walk gets to its IP, then the
+ *     overflow or the cut);
  *   - a packet cut by the end inside PSB+ or while tracing is off is
  *     reported as cut data;
  *   - a PSB+ met while walking: the walk must get to its FUP's IP before
  *     it takes another packet (a TIP.PGD does not bind to a direct branch
  *     on the way);
  *   - a TIP.PGD right after MODE.TSX and its FUP binds to that FUP only
- *     for an abort.
+ *     for an abort;
+ *   - a TIP.PGE where tracing stopped is a resume, but not after an
+ *     overflow.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -89,7 +94,8 @@ static void mode64(struct hand_trace *t)
 	ht_mode(t, 1, 0);
 }
 
-/* The flow as text: "E1000" enabled, "D" disabled (with the TIP.PGD's IP
+/* The flow as text: "E1000" enabled ("M1000" where it was disabled:
+ * resumed), "D" disabled (with the TIP.PGD's IP
  * when it has one), "A" async disabled, "O" overflow (with the IP it
  * resolved at when tracing is on), "R" error, "C" the trace cut inside a
  * packet, instruction addresses. */
@@ -120,8 +126,10 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 					r->error == -PTS_ERR_TRUNCATED ? "C"
 								       : "R");
 			} else if (r->type == PTS_EV_ENABLED) {
-				len += (size_t)snprintf(out + len, cap - len,
-							"E%llx ", ip);
+				len += (size_t)snprintf(
+					out + len, cap - len, "%s%llx ",
+					r->flags & PTS_EV_F_RESUMED ? "M" : "E",
+					ip);
 			} else if (r->type == PTS_EV_DISABLED && noip) {
 				len += (size_t)snprintf(out + len, cap - len,
 							"D ");
@@ -587,6 +595,66 @@ static void binding_rules(void)
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
 	expect("psb in psb+", &t, &none, "R E2000 2000 2001 ", false);
+
+	/* An OVF inside PSB+, after its FUP: "OVF also terminates PSB+"
+	 * (SDM 36.4.2.18). The PSBEND after it is out of PSB+ and means
+	 * nothing; the overflow resolves at the FUP after it. libipt 2.0.5
+	 * fails at the PSBEND (bad context; found by diff_flow_damage, seed
+	 * 98). */
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x4000);
+	ht_put_kind(&t, PTS_PKT_OVF);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("ovf ends psb+", &t, &none, "O2000 2000 2001 D1000 ", false);
+
+	/* A FUP whose TIP or TIP.PGD was lost in an overflow: the walk gets
+	 * to the FUP's IP (the code got there), then the overflow resolves
+	 * at the FUP after the OVF. libipt reports the overflow before the
+	 * NOP (found by diff_flow_damage, seed 101). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
+	ht_put_kind(&t, PTS_PKT_OVF);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("fup, then ovf", &t, &none, "E2000 2000 O2000 2000 2001 D1000 ",
+	       false);
+
+	/* A FUP whose TIP.PGD the end cuts: the walk gets to the FUP's IP,
+	 * then the cut packet is reported (it used to be a mismatch). libipt
+	 * ends cleanly before the NOP (found by diff_flow_damage, seed
+	 * 194). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	t.len -= 2;
+	expect("fup, then cut pgd", &t, &none, "E2000 2000 C ", false);
+
+	/* A TIP.PGE where tracing stopped is a resume, but not across an
+	 * overflow: what ran in between is lost (libipt has no resumed flag
+	 * there either; found by diff_flow_damage, seed 194). */
+	for (int ovf = 0; ovf < 2; ovf++) {
+		memset(&t, 0, sizeof(t));
+		start(&t, 0x2000);
+		ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
+		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
+		if (ovf)
+			ht_put_kind(&t, PTS_PKT_OVF);
+		ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2001);
+		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+		finish(&t);
+		expect(ovf ? "no resume after ovf" : "resume", &t, &none,
+		       ovf ? "E2000 2000 A O E2001 2001 D1000 "
+			   : "E2000 2000 A M2001 2001 D1000 ",
+		       true);
+	}
 
 	/* While tracing, a PSB+ MODE.Exec other than the mode: a lost
 	 * MODE.Exec (libipt: bad status update). */
