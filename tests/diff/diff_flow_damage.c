@@ -1086,11 +1086,17 @@ static int find_kind(const struct pts_packet *p, void *ctx)
 	return 1;
 }
 
-static int kind_at(const struct buf *trace, uint64_t off)
+/* The kind and size of the packet at @off (kind -1: none starts there). */
+static struct kind_at packet_at(const struct buf *trace, uint64_t off)
 {
 	struct kind_at k = {off, -1, 0};
 	each_packet(trace, find_kind, &k);
-	return k.kind;
+	return k;
+}
+
+static int kind_at(const struct buf *trace, uint64_t off)
+{
+	return packet_at(trace, off).kind;
 }
 
 static int find_after(const struct pts_packet *p, void *ctx)
@@ -1231,6 +1237,22 @@ static int status_packet_before(const struct buf *trace, uint64_t off)
  * (x87_reserved()) are reserved; LEA
  * and far CALL/JMP through group 5 need a memory operand).
  * RULE_INVALID_INSN. */
+/* The code at @ip into @x (*@n bytes): the index of the opcode after the
+ * legacy and REX prefixes, *@lock whether LOCK is among them. */
+static int opcode_at(const struct base *b, uint64_t ip, uint8_t x[15],
+		     int *n, int *lock)
+{
+	int i = 0;
+	*n = pts_image_fetch(b->img, 0, ip, x, 15);
+	*lock = 0;
+	while (i < *n && (x[i] == 0x66 || x[i] == 0x67 || x[i] == 0xf2 ||
+			  x[i] == 0xf3 || x[i] == 0xf0 || x[i] == 0x2e ||
+			  x[i] == 0x36 || x[i] == 0x3e || x[i] == 0x26 ||
+			  x[i] == 0x64 || x[i] == 0x65 || (x[i] & 0xf0) == 0x40))
+		*lock |= x[i++] == 0xf0;
+	return i;
+}
+
 /* Whether the opcode at @op (3 bytes there) takes a LOCK prefix: ADD,
  * ADC, AND, BTC, BTR, BTS, CMPXCHG, CMPXCHG8B/16B, DEC, INC, NEG, NOT, OR,
  * SBB, SUB, XOR, XADD and XCHG with a memory destination; any other
@@ -1304,12 +1326,7 @@ static int x87_reserved(uint8_t op, uint8_t modrm)
 static int invalid_in_64(const struct base *b, uint64_t ip)
 {
 	uint8_t x[15];
-	int n = pts_image_fetch(b->img, 0, ip, x, sizeof(x)), i = 0, lock = 0;
-	while (i < n && (x[i] == 0x66 || x[i] == 0x67 || x[i] == 0xf2 ||
-			 x[i] == 0xf3 || x[i] == 0xf0 || x[i] == 0x2e ||
-			 x[i] == 0x36 || x[i] == 0x3e || x[i] == 0x26 ||
-			 x[i] == 0x64 || x[i] == 0x65 || (x[i] & 0xf0) == 0x40))
-		lock |= x[i++] == 0xf0;
+	int lock, n, i = opcode_at(b, ip, x, &n, &lock);
 	if (i + 2 >= n)
 		return 0;
 	if (lock && !lockable(x + i))
@@ -1357,11 +1374,7 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 static int near_branch(const struct base *b, uint64_t ip)
 {
 	uint8_t x[15];
-	int n = pts_image_fetch(b->img, 0, ip, x, sizeof(x)), i = 0;
-	while (i < n && (x[i] == 0x66 || x[i] == 0x67 || x[i] == 0xf2 ||
-			 x[i] == 0xf3 || x[i] == 0x2e || x[i] == 0x3e ||
-			 (x[i] & 0xf0) == 0x40))
-		i++;
+	int lock, n, i = opcode_at(b, ip, x, &n, &lock);
 	if (i >= n)
 		return 0;
 	/* Jcc, LOOPNE/LOOPE/LOOP/JrCXZ, RET */
@@ -1447,8 +1460,7 @@ static int psb_misfit(const struct buf *trace, const struct seg *b,
  * or more (RULE_TIMING). */
 static int timing_error_at(const struct buf *trace, uint64_t off, int err)
 {
-	struct kind_at k = {off, -1, 0};
-	each_packet(trace, find_kind, &k);
+	const struct kind_at k = packet_at(trace, off);
 	return k.kind == PTS_PKT_CBR ||
 	       (k.kind == PTS_PKT_CYC && k.size >= 10 && err == -pte_bad_packet);
 }
@@ -1580,22 +1592,32 @@ static int ovf_ends_psb(const struct buf *trace, uint64_t off)
 	       kind_at(trace, off) == PTS_PKT_PSBEND;
 }
 
-/* RULE_FUP_OVF: whether @trace has a FUP right before an OVF (timing
- * packets aside). */
+struct fup_ovf {
+	uint64_t last;    /* the last instruction of a walk */
+	int after_fup;    /* right after a FUP (timing packets aside) */
+	uint64_t fup_ip;  /* its IP */
+};
+
 static int find_fup_ovf(const struct pts_packet *p, void *ctx)
 {
-	int *after_fup = ctx;
-	if (p->kind == PTS_PKT_OVF && *after_fup)
+	struct fup_ovf *f = ctx;
+	if (p->kind == PTS_PKT_OVF && f->after_fup && f->fup_ip > f->last &&
+	    f->fup_ip - f->last <= 15)
 		return 1;
-	if (!timing_kind(p->kind))
-		*after_fup = p->kind == PTS_PKT_FUP;
+	if (timing_kind(p->kind))
+		return 0;
+	f->after_fup = p->kind == PTS_PKT_FUP && p->ipc != PTS_IPC_SUPPRESSED;
+	f->fup_ip = p->u.ip.ip;
 	return 0;
 }
 
-static int fup_then_ovf(const struct buf *trace)
+/* RULE_FUP_OVF: whether @trace has a FUP right before an OVF (timing
+ * packets aside) whose IP is that of the instruction after @last (within
+ * an instruction's 15 bytes). */
+static int fup_then_ovf(const struct buf *trace, uint64_t last)
 {
-	int after_fup = 0;
-	return each_packet(trace, find_fup_ovf, &after_fup);
+	struct fup_ovf f = {last, 0, 0};
+	return each_packet(trace, find_fup_ovf, &f);
 }
 
 /* Whether the last packet of @trace but PADs, timing packets and a stray
@@ -1845,14 +1867,15 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	}
 	/* RULE_FUP_OVF: libipt's [overflow] comes where ptscope walks on to
 	 * a FUP's IP first; the rest is compared without that walk. */
-	if (p < n && lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-	    fup_then_ovf(c->trace)) {
+	if (p < n && lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW)) {
 		size_t q = b->from + p;
 		while (q < b->to && !PTS_TOK_IS_EVENT(ours->t.v[q]))
 			q++;
 		if (q > b->from + p && q < b->to &&
-		    ours->t.v[q] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW)) {
+		    ours->t.v[q] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+		    fup_then_ovf(c->trace, ours->t.v[q - 1])) {
 			tot->rules[RULE_FUP_OVF]++;
+			/* the pair is counted again without the walk */
 			tot->pairs--;
 			tot->tokens -= p;
 			return compare_without(c, lib, a, ours, b, b->from + p, q,
