@@ -730,9 +730,7 @@ static void async_event(struct pts_flow *f)
 	uint64_t at = f->ip;
 	bool tsx = h->kind == PTS_PKT_MODE_TSX;
 	if (tsx) {
-		struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_TSX, at,
-							h->offset);
-		r->arg = (uint64_t)(h->u.tsx.intx | h->u.tsx.abrt << 1);
+		pts_flow_tsx(f, h, at, 0);
 		bool abort = h->u.tsx.abrt;
 		h = pts_flow_pop(f); /* its FUP */
 		/* Only an abort has a TIP or TIP.PGD after its FUP (SDM
@@ -820,6 +818,11 @@ static int lookup_block(struct pts_flow *f, struct pts_block **link,
 		*out = b;
 		return 0;
 	}
+	/* A MODE.Exec with CS.L = CS.D = 1 (reserved) leaves no mode to
+	 * decode in: an error rather than a guess (libipt: bad insn). No
+	 * block is built in that mode, so no link finds one. */
+	if (f->mode == PTS_EXEC_UNKNOWN)
+		return -PTS_ERR_BAD_MODE;
 	int err = pts_block_get(f->cache, f->img, f->cls, f->cr3, f->mode,
 				f->ip, &b);
 	if (err < 0)

@@ -87,6 +87,9 @@ struct pts_flow {
 
 	/* PSB+ being read. */
 	bool psb_was_enabled, psb_have_fup;
+	/* A MODE.Exec seen in it, and one that disagreed with an earlier
+	 * one. */
+	bool psb_have_mode, psb_mode_conflict;
 	uint64_t psb_ip;
 	/* After a PSB+ met while walking: its FUP is the IP where decoding
 	 * goes on (SDM 36.3.7), the packets after it are for the
@@ -186,6 +189,9 @@ void pts_flow_enter_psb(struct pts_flow *f);
 /* Applies a MODE.Exec packet: the mode, and an event. */
 void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 			uint64_t ip, uint8_t flags);
+/* Reports a MODE.TSX packet: an event. */
+void pts_flow_tsx(struct pts_flow *f, const struct pts_packet *p, uint64_t ip,
+		  uint8_t flags);
 /* Applies a PIP packet: the address space, and an event. */
 void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 		     uint64_t ip, uint8_t flags);

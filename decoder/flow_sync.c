@@ -75,6 +75,7 @@ void pts_flow_enter_psb(struct pts_flow *f)
 	pts_flow_pop(f);
 	f->psb_was_enabled = f->st == ST_ENABLED;
 	f->psb_have_fup = false;
+	f->psb_have_mode = f->psb_mode_conflict = false;
 	f->st = ST_PSB;
 	/* A PSB+ comes when no TNT is pending (it flushes them). */
 	f->tnt_count = 0;
@@ -100,6 +101,14 @@ void pts_flow_exec_mode(struct pts_flow *f, const struct pts_packet *p,
 	r->flags = flags;
 }
 
+void pts_flow_tsx(struct pts_flow *f, const struct pts_packet *p, uint64_t ip,
+		  uint8_t flags)
+{
+	struct pts_flow_rec *r = pts_flow_event(f, PTS_EV_TSX, ip, p->offset);
+	r->arg = (uint64_t)(p->u.tsx.intx | p->u.tsx.abrt << 1);
+	r->flags = flags;
+}
+
 void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 		     uint64_t ip, uint8_t flags)
 {
@@ -115,6 +124,13 @@ void pts_flow_paging(struct pts_flow *f, const struct pts_packet *p,
 /* Ends PSB+: the FUP in it (if any) says where the flow is. */
 static void psb_end(struct pts_flow *f)
 {
+	if (f->psb_have_fup && f->psb_mode_conflict) {
+		/* PSB+ restates the state once (SDM 36.3.7): two modes in it
+		 * leave the walk without one (libipt, once the FUP enabled
+		 * tracing: bad status update). */
+		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
+		return;
+	}
 	if (f->psb_have_fup) {
 		if (!f->psb_was_enabled) {
 			/* Sync point: the flow starts here. */
@@ -171,7 +187,12 @@ void pts_flow_step_psb(struct pts_flow *f)
 	struct pts_flow_rec *r;
 	switch (p->kind) {
 	case PTS_PKT_FUP:
-		if (p->ipc != PTS_IPC_SUPPRESSED && !bdm70(f)) {
+		/* PSB+ holds one FUP, with an IP (SDM 36.3.7). Of several,
+		 * the last holds, and one without an IP says tracing is off,
+		 * as the last IP libipt syncs with does. */
+		if (p->ipc == PTS_IPC_SUPPRESSED) {
+			f->psb_have_fup = false;
+		} else if (!bdm70(f)) {
 			f->psb_have_fup = true;
 			f->psb_ip = p->u.ip.ip;
 		}
@@ -184,15 +205,17 @@ void pts_flow_step_psb(struct pts_flow *f)
 			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);
 			return;
 		}
+		if (f->psb_have_mode && f->mode != PTS_EXEC_UNKNOWN &&
+		    exec_mode(p) != f->mode)
+			f->psb_mode_conflict = true;
+		f->psb_have_mode = true;
 		pts_flow_exec_mode(f, p, 0, PTS_EV_F_STATUS);
 		break;
 	case PTS_PKT_PIP:
 		pts_flow_paging(f, p, 0, PTS_EV_F_STATUS);
 		break;
 	case PTS_PKT_MODE_TSX:
-		r = pts_flow_event(f, PTS_EV_TSX, 0, p->offset);
-		r->arg = (uint64_t)(p->u.tsx.intx | p->u.tsx.abrt << 1);
-		r->flags = PTS_EV_F_STATUS;
+		pts_flow_tsx(f, p, 0, PTS_EV_F_STATUS);
 		break;
 	case PTS_PKT_VMCS:
 		r = pts_flow_event(f, PTS_EV_VMCS, 0, p->offset);
@@ -398,7 +421,26 @@ bool pts_flow_codeless(struct pts_flow *f)
 		else
 			r->flags = PTS_EV_F_IP_SUPPRESSED;
 		break;
+	case PTS_PKT_MODE_TSX:
+		/* An OVF in place of its FUP (SDM Table 36-15: MODE.TSX,
+		 * then FUP): the FUP was lost in the overflow, and with it
+		 * where the transaction state changed. Reported without IP;
+		 * the overflow comes next. libipt drops it. */
+		if (!pts_flow_peek(f, 1) ||
+		    pts_flow_peek(f, 1)->kind != PTS_PKT_OVF)
+			return false;
+		pts_flow_tsx(f, p, 0, PTS_EV_F_IP_SUPPRESSED);
+		break;
 	case PTS_PKT_EXSTOP:
+		if (p->u.exstop.ip && !fup_after_head(f, &ip) &&
+		    pts_flow_peek(f, 1)) {
+			/* Its IP bit says a FUP follows (SDM 36.4.2.22): one
+			 * is lost, and with it where execution stopped
+			 * (libipt: bad query at the packet after). */
+			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH,
+				       f->st == ST_ENABLED ? f->ip : 0);
+			return true;
+		}
 		r = pts_flow_event(f, PTS_EV_EXSTOP, 0, p->offset);
 		r->flags = PTS_EV_F_IP_SUPPRESSED;
 		if (p->u.exstop.ip && fup_after_head(f, &ip)) {
@@ -509,9 +551,7 @@ void pts_flow_step_disabled(struct pts_flow *f)
 		return;
 	case PTS_PKT_MODE_TSX:
 		pts_flow_pop(f);
-		r = pts_flow_event(f, PTS_EV_TSX, 0, p->offset);
-		r->arg = (uint64_t)(p->u.tsx.intx | p->u.tsx.abrt << 1);
-		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		pts_flow_tsx(f, p, 0, PTS_EV_F_IP_SUPPRESSED);
 		return;
 	case PTS_PKT_PSB:
 		pts_flow_enter_psb(f);

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void pts_toks_add(struct pts_toks *t, uint64_t x)
 {
@@ -69,6 +70,9 @@ void pts_toks_libipt(const struct pt_config *cfg,
 			if (status < 0 || (status & pts_eos))
 				break;
 			struct pt_insn insn;
+			/* iclass ptic_error, for a call that fails before it
+			 * fills the instruction in */
+			memset(&insn, 0, sizeof(insn));
 			status = pt_insn_next(d, &insn, sizeof(insn));
 			if (status < 0) {
 				/* As ptxed: the instruction may be complete. */

@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Event markers: addresses never look like this. */
+/* Event markers: non-canonical addresses (bits 63:47 not all equal),
+ * which no instruction has. Only these exact values: kernel addresses
+ * share their top bits. */
 #define PTS_TOK_EVENT(e) (0xfff0000000000000ull | (uint64_t)(e))
-#define PTS_TOK_IS_EVENT(x) (((x) >> 52) == 0xfff)
+#define PTS_TOK_IS_EVENT(x) (((x) & ~0xfull) == PTS_TOK_EVENT(0))
 enum {
 	PTS_TOK_ENABLED = 1, PTS_TOK_DISABLED, PTS_TOK_OVERFLOW, PTS_TOK_ERROR,
 	PTS_TOK_RESUMED /* enabled where libipt's resumed flag is set */

@@ -258,6 +258,21 @@ static void finish(struct hand_trace *t)
 	ht_put_kind(t, PTS_PKT_PSBEND);
 }
 
+/* Ends a first PSB+ (its PSBEND), then a TIP, which fails when that
+ * PSB+ left tracing off; the PSB+ after it syncs at 0x4000, whose
+ * instruction a TIP.PGD then disables. */
+static void resync_after_tip(struct hand_trace *t)
+{
+	ht_put_kind(t, PTS_PKT_PSBEND);
+	ht_put_ip(t, PTS_PKT_TIP, 0x1000);
+	ht_psb(t);
+	mode64(t);
+	ht_put_ip(t, PTS_PKT_FUP, 0x4000);
+	ht_put_kind(t, PTS_PKT_PSBEND);
+	ht_put_ip(t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(t);
+}
+
 /* Timing packets, which the overflow errata skip. */
 static void timing(struct hand_trace *t)
 {
@@ -596,6 +611,76 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
 	expect("psb in psb+", &t, &none, "R E2000 2000 2001 ", false);
 
+	/* Two MODE.Exec in one PSB+ that disagree: PSB+ restates the state
+	 * once (SDM 36.3.7), so the mode to walk in is unknown; an error,
+	 * and the next PSB+ syncs (libipt: bad status update once the FUP
+	 * enabled tracing; found by diff_flow_damage, seeds 172, 207, 287
+	 * and 313). The same two without a FUP are no error: tracing is off
+	 * and the last one holds until a TIP.PGE. */
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	mode64(&t);
+	ht_mode(&t, 0, 1);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	resync_after_tip(&t);
+	expect("two modes in psb+", &t, &none, "R E4000 4000 D1000 ", true);
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	mode64(&t);
+	ht_mode(&t, 0, 1);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	start(&t, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("two modes, tracing off", &t, &none, "E2000 2000 2001 D1000 ",
+	       true);
+
+	/* A FUP without IP after the FUP of a PSB+: the last one holds, and
+	 * it says tracing is off, so the TIP after the PSB+ has nothing to
+	 * bind to (libipt: expected tracing enabled event; ptscope used to
+	 * skip the FUP and walk; found by diff_flow_damage, seed 198). */
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	{
+		struct pts_packet fup = {.kind = PTS_PKT_FUP,
+					 .ipc = PTS_IPC_SUPPRESSED};
+		ht_put(&t, &fup);
+	}
+	resync_after_tip(&t);
+	expect("fup without ip in psb+", &t, &none, "R E4000 4000 D1000 ", true);
+
+	/* A MODE.Exec with CS.L = CS.D = 1 is reserved: no mode to decode
+	 * the code in, an error rather than a guess (ptscope walked it as
+	 * 64-bit code; libipt: unknown instruction; found by
+	 * diff_flow_damage, seed 301). */
+	memset(&t, 0, sizeof(t));
+	ht_psb(&t);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_mode(&t, 1, 1);
+	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("reserved exec mode", &t, &none, "E2000 R ", true);
+
+	/* An EXSTOP whose IP bit promises a FUP (SDM 36.4.2.22) that does
+	 * not come: the trace breaks a generation rule, so it is damaged
+	 * (in diff_flow_damage seed 232 dropped bytes made one), an error
+	 * (ptscope used to report the EXSTOP without IP and walk on).
+	 * libipt 2.0.5 fails at a TIP after it (bad query), but walks on to
+	 * a TIP.PGD, as here. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	{
+		struct pts_packet exstop = {.kind = PTS_PKT_EXSTOP,
+					    .u.exstop = {.ip = 1}};
+		ht_put(&t, &exstop);
+	}
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("exstop without fup", &t, &none, "E2000 R ", false);
+
 	/* An OVF inside PSB+, after its FUP: "OVF also terminates PSB+"
 	 * (SDM 36.4.2.18). The PSBEND after it is out of PSB+ and means
 	 * nothing; the overflow resolves at the FUP after it. libipt 2.0.5
@@ -625,6 +710,23 @@ static void binding_rules(void)
 	finish(&t);
 	expect("fup, then ovf", &t, &none, "E2000 2000 O2000 2000 2001 D1000 ",
 	       false);
+
+	/* The same for a MODE.TSX: an OVF in place of its FUP. Where the
+	 * transaction state changed is lost, so no walk: the overflow comes
+	 * at once (ptscope used to walk on and fail at the MODE.TSX; found
+	 * by diff_flow_damage, seed 175). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x2000);
+	{
+		struct pts_packet tsx = {.kind = PTS_PKT_MODE_TSX,
+					 .u.tsx = {.intx = 1}};
+		ht_put(&t, &tsx);
+	}
+	ht_put_kind(&t, PTS_PKT_OVF);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("tsx, then ovf", &t, &none, "E2000 O2000 2000 2001 D1000 ", true);
 
 	/* A FUP whose TIP.PGD the end cuts: the walk gets to the FUP's IP,
 	 * then the cut packet is reported (it used to be a mismatch). libipt

@@ -42,7 +42,8 @@ extern "C" {
 	X(BAD_INSN, "cannot decode instruction")                               \
 	X(TRACE_MISMATCH, "trace does not match the code")                     \
 	X(RETSTACK_EMPTY, "compressed return with an empty return stack")     \
-	X(UNSUPPORTED, "not supported")
+	X(UNSUPPORTED, "not supported")                                        \
+	X(BAD_MODE, "code in an unknown execution mode (reserved MODE.Exec)")
 
 enum pts_error {
 #define PTS_ERR_ENUM_(name, msg) PTS_ERR_##name,
