@@ -429,13 +429,14 @@ static int need_tnt(struct pts_flow *f, uint64_t ip)
 }
 
 /* Packets that precede the TIP of a far branch or an async event: PIP,
- * VMCS, MODE.Exec. They bind to the transfer at @ip. */
-static void transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
+ * VMCS, MODE.Exec. They bind to the transfer at @ip. Returns whether
+ * there were any. */
+static bool transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
 {
-	for (;;) {
+	for (bool any = false;; any = true) {
 		const struct pts_packet *h = pts_flow_peek(f, 0);
 		if (!h)
-			return;
+			return any;
 		if (h->kind == PTS_PKT_PIP) {
 			pts_flow_pop(f);
 			pts_flow_paging(f, h, ip, flags);
@@ -449,7 +450,7 @@ static void transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
 			r->arg = h->u.vmcs_base;
 			r->flags = flags;
 		} else {
-			return;
+			return any;
 		}
 	}
 }
@@ -460,7 +461,8 @@ static void transfer_status(struct pts_flow *f, uint64_t ip, uint8_t flags)
  * - with no bit pending, one TNT packet may come before the TIP (TIP
  *   deferral: its bits are for branches after this one);
  * - status packets (MODE.Exec, PIP, VMCS) bind only to a far transfer: a
- *   near branch cannot change the mode or CR3.
+ *   near branch cannot change the mode or CR3; the TIP comes right after
+ *   them, no TNT in between (libipt: bad query).
  * Unlike libipt, a TIP.PGD without IP binds here also to a near branch
  * (libipt binds it only to far ones): no hardware sends that (a near
  * branch out of a filter range gives the target IP), but binding it shows
@@ -471,11 +473,12 @@ static bool need_tip(struct pts_flow *f, uint64_t ip, uint64_t resume,
 		     bool far)
 {
 	const struct pts_packet *h = pts_flow_peek(f, 0);
+	bool status = false;
 	if (h && far && h->kind != PTS_PKT_TIP && !f->tnt_count) {
-		transfer_status(f, ip, 0);
+		status = transfer_status(f, ip, 0);
 		h = pts_flow_peek(f, 0);
 	}
-	if (h && !f->tnt_count &&
+	if (h && !status && !f->tnt_count &&
 	    (h->kind == PTS_PKT_TNT8 || h->kind == PTS_PKT_TNT64) &&
 	    h->u.tnt.count) {
 		const struct pts_packet *tip = pts_flow_peek(f, 1);
@@ -750,8 +753,6 @@ static void async_event(struct pts_flow *f)
 		t->kind == PTS_PKT_VMCS))
 		i++;
 	if (!t || (t->kind != PTS_PKT_TIP && t->kind != PTS_PKT_TIP_PGD)) {
-		if (tsx) /* TSX commit/begin: the flow goes on here */
-			return;
 		if (t && (t->kind == PTS_PKT_OVF || t->kind == PKT_ERROR) &&
 		    i == 0) {
 			/* The TIP or TIP.PGD was lost in an overflow, or is
@@ -766,8 +767,9 @@ static void async_event(struct pts_flow *f)
 			end_of_trace(f, at);
 			return;
 		}
-		/* A FUP is never alone (SDM Table 36-15): without its TIP or
-		 * TIP.PGD the trace does not fit (libipt fails too). */
+		/* A FUP is never alone, nor the FUP of a TSX abort (SDM
+		 * Table 36-15): without its TIP or TIP.PGD the trace does not
+		 * fit (libipt fails too, for an abort later). */
 		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, at);
 		return;
 	}

@@ -43,6 +43,9 @@ static void error_at(struct pts_flow *f, int err, uint64_t ip, uint64_t offset)
 	f->st = ST_NOSYNC;
 	f->tnt_count = 0;
 	f->rs_len = 0;
+	/* What ran up to the next sync is lost: a TIP.PGE there is no
+	 * resume (libipt: no resumed flag after a sync). */
+	f->have_disabled_at = false;
 }
 
 void pts_flow_error(struct pts_flow *f, int err, uint64_t ip)
@@ -435,8 +438,9 @@ bool pts_flow_codeless(struct pts_flow *f)
 		if (p->u.exstop.ip && !fup_after_head(f, &ip) &&
 		    pts_flow_peek(f, 1)) {
 			/* Its IP bit says a FUP follows (SDM 36.4.2.22): one
-			 * is lost, and with it where execution stopped
-			 * (libipt: bad query at the packet after). */
+			 * is lost, and with it where execution stopped; the
+			 * trace is damaged (libipt: bad query at the packet
+			 * after). */
 			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH,
 				       f->st == ST_ENABLED ? f->ip : 0);
 			return true;

@@ -40,7 +40,10 @@
  *     cleanly and the other reports the cut data: libipt ignores a
  *     truncated status packet it reads ahead at the end (no query needs
  *     it) and ptscope reports every cut packet; libipt reports -pte_eos
- *     where its query found no packet and ptscope ends at the same place;
+ *     where its query found no packet and ptscope ends at the same place,
+ *     also when that query read ahead past a TIP.PGD into a status
+ *     packet the end cut from its event (the eos takes the [disabled]'s
+ *     place);
  *   - RULE_NEW_PACKET: packets libipt 2.0.5 does not know (CFE, EVD, BBP,
  *     BIP, BEP; bit flips make them) are -pte_bad_opc for libipt and
  *     decoded by ptscope: libipt's segment may end there;
@@ -72,10 +75,12 @@
  *     and XBEGIN; the x87 forms the escape opcode tables leave blank, see
  *     x87_reserved()), a register operand where
  *     only memory is defined (LEA, far CALL/JMP FF /3 /5), a LOCK
- *     prefix on an instruction that takes none (lockable()), or on an
- *     EVEX prefix (62) whose fixed bits are
- *     wrong (P0[3:2] must be 0, P1[2] must be 1: SDM Vol. 2A, EVEX bit
- *     fields; else #UD). libipt's instruction length decoder sizes them
+ *     prefix on an instruction that takes none (lockable()), 0F F0
+ *     without F2 (LDDQU needs it) and 0F D6 without 66, F2 or F3 (the
+ *     MOVQ forms need one), a VEX3 prefix (C4) with a reserved
+ *     map (m-mmmm 0 or above 3: #UD), or an EVEX prefix (62) whose fixed
+ *     bits are wrong (P0[3:2] must be 0, P1[2] must be 1: SDM Vol. 2A,
+ *     EVEX bit fields; else #UD). libipt's instruction length decoder sizes them
  *     anyway and walks on; ptscope reports BAD_INSN there;
  *   - RULE_HANG: code that loops without needing trace (jmp . after a
  *     damaged TIP) runs forever in libipt, which has no such limit; here
@@ -189,18 +194,26 @@
  *     also terminates PSB+" (SDM 36.4.2.18, pt-sgx-facts.md): ptscope
  *     passes over the PSBEND and resumes at the FUP or TIP.PGE after it
  *     (SDM 36.4.2.16); libipt 2.0.5 fails at the PSBEND with
- *     -pte_bad_context. The flows agree up to ptscope's [overflow];
+ *     -pte_bad_context. The flows agree up to ptscope's [overflow]. The
+ *     same for a stray PSBEND right after an OVF outside PSB+ (a PSBEND
+ *     outside PSB+ means nothing to either decoder elsewhere);
  *   - RULE_FUP_OVF: a FUP, then an OVF in place of its TIP or TIP.PGD
  *     (lost in the overflow). The FUP gives the IP the code got to (SDM
  *     36.4.2.6): ptscope walks there, then reports the overflow; libipt
  *     reports the overflow as soon as its query decoder meets it, before
  *     the walk. ptscope's walk to the FUP's IP is taken out and the rest
- *     compared as any other pair.
+ *     compared as any other pair. When the damage put the FUP's IP off the
+ *     walk, ptscope meets a branch that needs a packet first and fails
+ *     at the FUP (TRACE_MISMATCH, as for RULE_FUP_AT_END); libipt goes on
+ *     after the overflow.
+ *   - RULE_MWAIT: an MWAIT with no FUP after it. Its IP comes with the
+ *     FUP of an EXSTOP whose IP bit is set (SDM 36.4.2.22-23); an EXSTOP
+ *     without IP has no FUP, so ptscope reports the MWAIT without IP and
+ *     goes on; libipt binds it to the next FUP and fails at a TIP or TNT
+ *     in its place (-pte_bad_query).
  *
- * With the default seed and with seeds 1-400 every case agrees or parts by
- * one of these rules but one (seed 350: a MODE.Exec after the TIP of an
- * interrupt, then a TNT; ptscope binds it to the IRET, libipt fails at the
- * TNT). CI runs the seeds tests/diff/meson.build lists.
+ * With the default seed and with seeds 1-800 every case agrees or parts by
+ * one of these rules. CI runs the seeds tests/diff/meson.build lists.
  *
  * A failure prints the trace, the case (TRACE:MUT), the mutation with its
  * offsets and both decoders' ends; `diff_flow_damage --case T:M` runs that
@@ -1050,7 +1063,8 @@ enum { RULE_ERR_COUNT, RULE_END_KIND, RULE_NEW_PACKET, RULE_HANG,
        RULE_PSB_FUP_AWAY, RULE_PGD_NOIP, RULE_READ_AHEAD, RULE_PSB_BACK,
        RULE_OVF_LASTIP, RULE_PSB_ENABLES, RULE_PSB_NO_MODE, RULE_FUP_AT_END,
        RULE_PGD_WHILE_OFF, RULE_MODE_BEFORE_FUP, RULE_RET_STACKS,
-       RULE_MODE_AT_PGD, RULE_IP16, RULE_OVF_IN_PSB, RULE_FUP_OVF, NRULES };
+       RULE_MODE_AT_PGD, RULE_IP16, RULE_OVF_IN_PSB, RULE_FUP_OVF,
+       RULE_MWAIT, NRULES };
 static const char *const rule_names[NRULES] = {
 	"both fail, one after more instructions",
 	"same flow, one ends cleanly, the other at cut data",
@@ -1075,6 +1089,7 @@ static const char *const rule_names[NRULES] = {
 	"a branch target in 16-bit code (truncated by ptscope only)",
 	"an OVF ends PSB+ (libipt fails at the PSBEND after it)",
 	"a FUP, then OVF (ptscope walks to the FUP's IP first)",
+	"an MWAIT without a FUP after it (libipt fails at the next packet)",
 };
 
 struct kind_at {
@@ -1138,6 +1153,7 @@ struct kind_before {
 	int ipc;    /* its IP compression */
 	int in_psb; /* inside PSB+ */
 	uint64_t at; /* its offset */
+	uint64_t psb; /* the offset of the last PSB */
 };
 
 static int find_before(const struct pts_packet *p, void *ctx)
@@ -1147,8 +1163,10 @@ static int find_before(const struct pts_packet *p, void *ctx)
 		return 1;
 	/* PADs, timing packets and a PSBEND outside PSB+ (which means
 	 * nothing) aside */
-	if (p->kind == PTS_PKT_PSB)
+	if (p->kind == PTS_PKT_PSB) {
 		k->in_psb = 1;
+		k->psb = p->offset;
+	}
 	if (timing_kind(p->kind) || (p->kind == PTS_PKT_PSBEND && !k->in_psb))
 		return 0;
 	k->in_psb &= p->kind != PTS_PKT_PSBEND;
@@ -1229,10 +1247,14 @@ static int scan_mode_pgd(const struct pts_packet *p, void *ctx)
 /* RULE_MODE_AT_PGD: whether libipt's -pte_bad_context at @a->off comes
  * right after a MODE.Exec and TIP.PGD without IP (and the TIP.PGE after
  * it): the TIP.PGD lies within the 16 bytes before (1 byte, then a
- * TIP.PGE of at most 9 and a few PADs or timing packets). */
+ * TIP.PGE of at most 9 and a few PADs or timing packets), or before the
+ * PSB of the PSB+ that holds @a->off. */
 static int lib_fails_at_mode_pgd(const struct buf *trace, const struct seg *a)
 {
-	struct mode_pgd m = {a->off > 16 ? a->off - 16 : 0, a->off, 0};
+	/* inside a PSB+ it read ahead to (RULE_PSB_BACK): from its PSB */
+	struct kind_before k = packet_before(trace, a->off);
+	uint64_t to = k.in_psb ? k.psb : a->off;
+	struct mode_pgd m = {to > 16 ? to - 16 : 0, to, 0};
 	return a->end == END_ERROR && a->err == -pte_bad_context &&
 	       each_packet(trace, scan_mode_pgd, &m) == 1;
 }
@@ -1379,6 +1401,12 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 		 * libipt's length decoder sizes it without checking them. */
 		return i + 2 < n &&
 		       ((x[i + 1] & 0x0c) != 0 || (x[i + 2] & 0x04) == 0);
+	case 0xc4:
+		/* VEX3: maps other than 0F, 0F38 and 0F3A (m-mmmm 1-3) are
+		 * reserved (#UD; SDM Vol. 2A, VEX prefix); libipt's length
+		 * decoder sizes maps 0 and 4. */
+		return i + 1 < n && ((x[i + 1] & 0x1f) == 0 ||
+				     (x[i + 1] & 0x1f) > 3);
 	case 0xfe:
 		return i + 1 < n && ((x[i + 1] >> 3) & 7) >= 2;
 	case 0xff: /* /7 reserved; far CALL and JMP (/3, /5) need memory */
@@ -1390,9 +1418,16 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 		       x[i + 1] != 0xf8;
 	case 0x8d: /* LEA needs memory */
 		return i + 1 < n && x[i + 1] >> 6 == 3;
-	case 0x0f: /* group 6 (0F 00): /6 and /7 are reserved */
-		return i + 2 < n && x[i + 1] == 0x00 &&
-		       ((x[i + 2] >> 3) & 7) >= 6;
+	case 0x0f:
+		/* group 6 (0F 00): /6 and /7 are reserved; 0F F0 is LDDQU
+		 * only after F2 and 0F D6 a MOVQ form only after 66, F2 or
+		 * F3, blank in the opcode map without them */
+		return (i + 2 < n && x[i + 1] == 0x00 &&
+			((x[i + 2] >> 3) & 7) >= 6) ||
+		       (x[i + 1] == 0xf0 && !memchr(x, 0xf2, (size_t)i)) ||
+		       (x[i + 1] == 0xd6 && !memchr(x, 0x66, (size_t)i) &&
+			!memchr(x, 0xf2, (size_t)i) &&
+			!memchr(x, 0xf3, (size_t)i));
 	default:
 		return 0;
 	}
@@ -1571,6 +1606,7 @@ struct psb_status {
 	int in_psb;      /* in its PSB+ */
 	int fup, mode;   /* it holds a FUP with IP, a MODE.Exec */
 	int cbr0;        /* it holds a CBR with ratio 0 */
+	int ovf;         /* an OVF ended it */
 };
 
 static int scan_psb_status(const struct pts_packet *p, void *ctx)
@@ -1584,9 +1620,16 @@ static int scan_psb_status(const struct pts_packet *p, void *ctx)
 	}
 	if (p->kind == PTS_PKT_PSBEND || p->kind == PTS_PKT_PSB)
 		return 1;
-	/* an OVF inside ends the PSB+ status; its FUP says tracing is on */
+	/* an OVF inside ends the PSB+ status; the FUP it resolves at says
+	 * tracing is on */
+	if (p->kind == PTS_PKT_OVF) {
+		s->ovf = 1;
+		return 0;
+	}
 	if (p->kind == PTS_PKT_FUP) /* the last one holds */
 		s->fup = p->ipc != PTS_IPC_SUPPRESSED;
+	if (s->ovf)
+		return !timing_kind(p->kind);
 	s->mode |= p->kind == PTS_PKT_MODE_EXEC;
 	s->cbr0 |= p->kind == PTS_PKT_CBR && !p->u.cbr.ratio;
 	return 0;
@@ -1595,7 +1638,7 @@ static int scan_psb_status(const struct pts_packet *p, void *ctx)
 /* What the PSB+ at @psb holds (in_psb 0: no PSB there). */
 static struct psb_status psb_status_at(const struct buf *trace, uint64_t psb)
 {
-	struct psb_status s = {psb, 0, 0, 0, 0};
+	struct psb_status s = {.psb = psb};
 	each_packet(trace, scan_psb_status, &s);
 	return s;
 }
@@ -1617,11 +1660,10 @@ static int psb_with_cbr0(const struct buf *trace, uint64_t psb)
 }
 
 /* RULE_OVF_IN_PSB: whether the packet at @off of @trace is a PSBEND
- * right after an OVF inside PSB+. */
+ * right after an OVF (inside PSB+ or not). */
 static int ovf_ends_psb(const struct buf *trace, uint64_t off)
 {
-	struct kind_before k = packet_before(trace, off);
-	return k.kind == PTS_PKT_OVF && k.in_psb &&
+	return packet_before(trace, off).kind == PTS_PKT_OVF &&
 	       kind_at(trace, off) == PTS_PKT_PSBEND;
 }
 
@@ -1651,6 +1693,15 @@ static int fup_then_ovf(const struct buf *trace, uint64_t last)
 {
 	struct fup_ovf f = {last, 0, 0};
 	return each_packet(trace, find_fup_ovf, &f);
+}
+
+/* RULE_FUP_OVF: whether the packet at @off of @trace is a FUP right
+ * before an OVF. */
+static int fup_before_ovf(const struct buf *trace, uint64_t off)
+{
+	uint64_t next = packet_after(trace, off);
+	return kind_at(trace, off) == PTS_PKT_FUP && next != off &&
+	       kind_at(trace, next) == PTS_PKT_OVF;
 }
 
 /* Whether the last packet of @trace but PADs, timing packets and a stray
@@ -1923,6 +1974,13 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			return compare_without(c, lib, a, ours, b, b->from + p, q,
 					       tot);
 		}
+		/* the FUP's IP off the walk: ptscope fails at the FUP */
+		if (q == b->to && b->end == END_ERROR &&
+		    b->err == -PTS_ERR_TRACE_MISMATCH &&
+		    fup_before_ovf(c->trace, b->off)) {
+			tot->rules[RULE_FUP_OVF]++;
+			return 0;
+		}
 	}
 	/* RULE_IP16: in 16-bit code a near branch's target is truncated to
 	 * 16 bits (SDM Vol. 2, JMP/Jcc/CALL with operand size 16: "EIP <-
@@ -2011,6 +2069,14 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	/* RULE_MODE_AT_PGD: likewise at a MODE.Exec + TIP.PGD */
 	int mode_pgd = la <= lb && (b->end == END_EOS || b->off > a->off) &&
 		       lib_fails_at_mode_pgd(c->trace, a);
+	/* RULE_MWAIT: likewise at the packet after an MWAIT */
+	int mwait = a->end == END_ERROR && a->err == -pte_bad_query &&
+		    la <= lb && (b->end == END_EOS || b->off > a->off) &&
+		    kind_before(c->trace, a->off) == PTS_PKT_MWAIT;
+	int lib_early = timing	   ? RULE_TIMING
+			: mode_pgd ? RULE_MODE_AT_PGD
+			: mwait	   ? RULE_MWAIT
+				   : -1;
 	/* RULE_RET_STACKS: libipt pops where ptscope's stack is empty, and
 	 * goes on (to the end, or to a later error past a PSB). */
 	int ret_stacks = b->end == END_ERROR &&
@@ -2032,10 +2098,9 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 				tot->rules[psb_rule >= 0 ? psb_rule : lib_psb]++;
 				return 0;
 			}
-			if (timing || mode_pgd || ret_stacks) {
-				tot->rules[timing     ? RULE_TIMING
-					   : mode_pgd ? RULE_MODE_AT_PGD
-						      : RULE_RET_STACKS]++;
+			if (lib_early >= 0 || ret_stacks) {
+				tot->rules[lib_early >= 0 ? lib_early
+							  : RULE_RET_STACKS]++;
 				return 0;
 			}
 			/* libipt reads a PSB+ ahead: ptscope may walk on
@@ -2066,8 +2131,17 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[lib_psb]++;
 		return 0;
 	}
-	if (la == lb && ((a->end == END_EOS && b->end == END_CUT) ||
-			 (a->end == END_CUT && b->end == END_EOS))) {
+	/* RULE_END_KIND after a disable: libipt reads ahead past it into a
+	 * status packet that waits for the next event's packet, meets the
+	 * end there, and its -pte_eos takes the [disabled]'s place */
+	int lost_disable = a->end == END_CUT && b->end == END_EOS &&
+			   la + 1 == lb &&
+			   ours->t.v[b->to - 1] ==
+				   PTS_TOK_EVENT(PTS_TOK_DISABLED) &&
+			   status_kind(packet_before(c->trace, UINT64_MAX).kind);
+	if ((la == lb && ((a->end == END_EOS && b->end == END_CUT) ||
+			  (a->end == END_CUT && b->end == END_EOS))) ||
+	    lost_disable) {
 		tot->rules[RULE_END_KIND]++;
 		return 0;
 	}
@@ -2095,8 +2169,8 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[RULE_STATUS_EARLY]++;
 		return 0;
 	}
-	if (timing || mode_pgd) {
-		tot->rules[timing ? RULE_TIMING : RULE_MODE_AT_PGD]++;
+	if (lib_early >= 0) {
+		tot->rules[lib_early]++;
 		return 0;
 	}
 	/* RULE_HANG: libipt walks a loop that needs no trace until its cap;

@@ -513,8 +513,10 @@ static void walk_to_psb_fup(uint64_t fup, uint64_t pgd, const char *label,
 }
 
 /* Tracing on at the JMP at 0x4000, where a transaction begins (@abort
- * 0) or aborts: MODE.TSX, FUP, then TIP.PGD with IP 0x4002. */
-static void tsx_then_pgd(bool abort, const char *label, const char *want)
+ * 0) or aborts: MODE.TSX, FUP, then TIP.PGD with IP 0x4002 (after a TNT
+ * with @tnt). */
+static void tsx_then_pgd(bool abort, bool tnt, const char *label,
+			 const char *want, bool libipt_same)
 {
 	struct pts_flow_config none = {0};
 	struct hand_trace t = {0};
@@ -526,9 +528,11 @@ static void tsx_then_pgd(bool abort, const char *label, const char *want)
 	p.u.tsx.abrt = abort;
 	ht_put(&t, &p);
 	ht_put_ip(&t, PTS_PKT_FUP, 0x4000);
+	if (tnt)
+		ht_tnt(&t, 1, 1);
 	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x4002);
 	finish(&t);
-	expect(label, &t, &none, want, true);
+	expect(label, &t, &none, want, libipt_same);
 }
 
 static void binding_rules(void)
@@ -559,10 +563,31 @@ static void binding_rules(void)
 
 	/* MODE.TSX and its FUP, then a TIP.PGD: the abort's, bound to the
 	 * FUP (SDM Table 36-15) ... */
-	tsx_then_pgd(1, "tsx abort, pgd", "E4000 A ");
+	tsx_then_pgd(1, false, "tsx abort, pgd", "E4000 A ", true);
 	/* ... but after a begin the walk goes on at the FUP's IP, and the
 	 * TIP.PGD is the JMP's there (found by diff_flow_damage, seed 41). */
-	tsx_then_pgd(0, "tsx begin, pgd", "E4000 4000 D4002 ");
+	tsx_then_pgd(0, false, "tsx begin, pgd", "E4000 4000 D4002 ", true);
+	/* An abort without its TIP or TIP.PGD (a TNT in its place) does
+	 * not fit: an error (ptscope used to walk on at the FUP's IP; found
+	 * by diff_flow_damage, seed 599). libipt walks on and fails at the
+	 * JMP after it. */
+	tsx_then_pgd(1, true, "tsx abort, tnt", "E4000 R ", false);
+
+	/* MODE.Exec, then a TNT before the TIP of the SYSCALL at 0x5000:
+	 * the status packets of a far transfer come right before its TIP,
+	 * so the TNT is out of place (ptscope used to take it as TIP
+	 * deferral and walk on; found by diff_flow_damage, seeds 350 and
+	 * 524, where a MODE.Exec took the place of a TIP). libipt fails
+	 * there too (bad query, same offset), before it hands out the
+	 * SYSCALL: its query decoder read the two packets ahead. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x5000);
+	mode64(&t);
+	ht_tnt(&t, 1, 1);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(&t);
+	expect("mode, tnt at far tip", &t, &none, "E5000 5000 R ", false);
 
 	/* MODE.Exec, then the TIP.PGD without IP of the SYSCALL at 0x5000
 	 * (into a ring not traced): the mode binds to the far transfer
@@ -681,6 +706,30 @@ static void binding_rules(void)
 	finish(&t);
 	expect("exstop without fup", &t, &none, "E2000 R ", false);
 
+	/* An MWAIT with the EXSTOP and FUP of its C-state entry, and an
+	 * MWAIT alone: an EXSTOP without IP has no FUP (SDM 36.4.2.22-23),
+	 * so the MWAIT is reported without IP and the walk goes on, with or
+	 * without the FUP (libipt binds the MWAIT to the next FUP; it
+	 * fails at a TIP after it, diff_flow_damage seed 431, but walks on
+	 * to a TIP.PGD, as here). */
+	for (int fup = 0; fup < 2; fup++) {
+		memset(&t, 0, sizeof(t));
+		start(&t, 0x2000);
+		struct pts_packet mwait = {.kind = PTS_PKT_MWAIT,
+					   .u.mwait = {.hints = 0x20}};
+		ht_put(&t, &mwait);
+		if (fup) {
+			struct pts_packet exstop = {.kind = PTS_PKT_EXSTOP,
+						    .u.exstop = {.ip = 1}};
+			ht_put(&t, &exstop);
+			ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
+		}
+		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
+		finish(&t);
+		expect(fup ? "mwait, exstop, fup" : "mwait without fup", &t,
+		       &none, "E2000 2000 2001 D1000 ", true);
+	}
+
 	/* An OVF inside PSB+, after its FUP: "OVF also terminates PSB+"
 	 * (SDM 36.4.2.18). The PSBEND after it is out of PSB+ and means
 	 * nothing; the overflow resolves at the FUP after it. libipt 2.0.5
@@ -740,22 +789,33 @@ static void binding_rules(void)
 	expect("fup, then cut pgd", &t, &none, "E2000 2000 C ", false);
 
 	/* A TIP.PGE where tracing stopped is a resume, but not across an
-	 * overflow: what ran in between is lost (libipt has no resumed flag
-	 * there either; found by diff_flow_damage, seed 194). */
-	for (int ovf = 0; ovf < 2; ovf++) {
+	 * overflow or an error and the resync after it: what ran in between
+	 * is lost (libipt has no resumed flag there either; found by
+	 * diff_flow_damage, seeds 194 and 651). */
+	static const struct {
+		const char *label, *want;
+	} gaps[] = {
+		{"resume", "E2000 2000 A M2001 2001 D1000 "},
+		{"no resume after ovf", "E2000 2000 A O E2001 2001 D1000 "},
+		{"no resume after error", "E2000 2000 A R E2001 2001 D1000 "},
+	};
+	for (int gap = 0; gap < 3; gap++) {
 		memset(&t, 0, sizeof(t));
 		start(&t, 0x2000);
 		ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
 		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
-		if (ovf)
+		if (gap == 1)
 			ht_put_kind(&t, PTS_PKT_OVF);
+		if (gap == 2) {
+			ht_tnt(&t, 1, 1); /* while off: an error */
+			ht_psb(&t);
+			ht_put_kind(&t, PTS_PKT_PSBEND);
+			mode64(&t);
+		}
 		ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2001);
 		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
 		finish(&t);
-		expect(ovf ? "no resume after ovf" : "resume", &t, &none,
-		       ovf ? "E2000 2000 A O E2001 2001 D1000 "
-			   : "E2000 2000 A M2001 2001 D1000 ",
-		       true);
+		expect(gaps[gap].label, &t, &none, gaps[gap].want, true);
 	}
 
 	/* While tracing, a PSB+ MODE.Exec other than the mode: a lost
