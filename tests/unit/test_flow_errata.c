@@ -258,6 +258,25 @@ static void finish(struct hand_trace *t)
 	ht_put_kind(t, PTS_PKT_PSBEND);
 }
 
+/* An EXSTOP with its IP bit: a FUP is to follow. */
+static void exstop_ip(struct hand_trace *t)
+{
+	struct pts_packet p = {.kind = PTS_PKT_EXSTOP, .u.exstop = {.ip = 1}};
+	ht_put(t, &p);
+}
+
+/* Ends @t with a TIP.PGD at 0x1000 (most cases walk to the RET at
+ * 0x2001 it binds to) and a PSB+, then decodes it as expect() does,
+ * with no configuration. */
+static void disable_and_expect(struct hand_trace *t, const char *label,
+			       const char *want, bool libipt_same)
+{
+	static const struct pts_flow_config none;
+	ht_put_ip(t, PTS_PKT_TIP_PGD, 0x1000);
+	finish(t);
+	expect(label, t, &none, want, libipt_same);
+}
+
 /* Ends a first PSB+ (its PSBEND), then a TIP, which fails when that
  * PSB+ left tracing off; the PSB+ after it syncs at 0x4000, whose
  * instruction a TIP.PGD then disables. */
@@ -585,9 +604,8 @@ static void binding_rules(void)
 	mode64(&t);
 	ht_tnt(&t, 1, 1);
 	ht_put_ip(&t, PTS_PKT_TIP, 0x4002);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("mode, tnt at far tip", &t, &none, "E5000 5000 R ", false);
+	disable_and_expect(&t, "mode, tnt at far tip", "E5000 5000 R ",
+			   false);
 
 	/* MODE.Exec, then the TIP.PGD without IP of the SYSCALL at 0x5000
 	 * (into a ring not traced): the mode binds to the far transfer
@@ -599,10 +617,8 @@ static void binding_rules(void)
 	mode64(&t);
 	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
 	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("mode at syscall pgd", &t, &none,
-	       "E5000 5000 D E2000 2000 2001 D1000 ", false);
+	disable_and_expect(&t, "mode at syscall pgd",
+			   "E5000 5000 D E2000 2000 2001 D1000 ", false);
 
 	/* TraceStop while on: it comes after the TIP.PGD of a stop. */
 	memset(&t, 0, sizeof(t));
@@ -655,10 +671,8 @@ static void binding_rules(void)
 	ht_mode(&t, 0, 1);
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	start(&t, 0x2000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("two modes, tracing off", &t, &none, "E2000 2000 2001 D1000 ",
-	       true);
+	disable_and_expect(&t, "two modes, tracing off",
+			   "E2000 2000 2001 D1000 ", true);
 
 	/* A FUP without IP after the FUP of a PSB+: the last one holds, and
 	 * it says tracing is off, so the TIP after the PSB+ has nothing to
@@ -685,9 +699,7 @@ static void binding_rules(void)
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	ht_mode(&t, 1, 1);
 	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("reserved exec mode", &t, &none, "E2000 R ", true);
+	disable_and_expect(&t, "reserved exec mode", "E2000 R ", true);
 
 	/* An EXSTOP whose IP bit promises a FUP (SDM 36.4.2.22) that does
 	 * not come: the trace breaks a generation rule, so it is damaged
@@ -697,14 +709,8 @@ static void binding_rules(void)
 	 * a TIP.PGD, as here. */
 	memset(&t, 0, sizeof(t));
 	start(&t, 0x2000);
-	{
-		struct pts_packet exstop = {.kind = PTS_PKT_EXSTOP,
-					    .u.exstop = {.ip = 1}};
-		ht_put(&t, &exstop);
-	}
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("exstop without fup", &t, &none, "E2000 R ", false);
+	exstop_ip(&t);
+	disable_and_expect(&t, "exstop without fup", "E2000 R ", false);
 
 	/* An MWAIT with the EXSTOP and FUP of its C-state entry, and an
 	 * MWAIT alone: an EXSTOP without IP has no FUP (SDM 36.4.2.22-23),
@@ -719,15 +725,13 @@ static void binding_rules(void)
 					   .u.mwait = {.hints = 0x20}};
 		ht_put(&t, &mwait);
 		if (fup) {
-			struct pts_packet exstop = {.kind = PTS_PKT_EXSTOP,
-						    .u.exstop = {.ip = 1}};
-			ht_put(&t, &exstop);
+			exstop_ip(&t);
 			ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
 		}
-		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-		finish(&t);
-		expect(fup ? "mwait, exstop, fup" : "mwait without fup", &t,
-		       &none, "E2000 2000 2001 D1000 ", true);
+		disable_and_expect(&t,
+				   fup ? "mwait, exstop, fup"
+				       : "mwait without fup",
+				   "E2000 2000 2001 D1000 ", true);
 	}
 
 	/* An OVF inside PSB+, after its FUP: "OVF also terminates PSB+"
@@ -742,9 +746,8 @@ static void binding_rules(void)
 	ht_put_kind(&t, PTS_PKT_OVF);
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("ovf ends psb+", &t, &none, "O2000 2000 2001 D1000 ", false);
+	disable_and_expect(&t, "ovf ends psb+", "O2000 2000 2001 D1000 ",
+			   false);
 
 	/* A FUP whose TIP or TIP.PGD was lost in an overflow: the walk gets
 	 * to the FUP's IP (the code got there), then the overflow resolves
@@ -755,10 +758,8 @@ static void binding_rules(void)
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
 	ht_put_kind(&t, PTS_PKT_OVF);
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("fup, then ovf", &t, &none, "E2000 2000 O2000 2000 2001 D1000 ",
-	       false);
+	disable_and_expect(&t, "fup, then ovf",
+			   "E2000 2000 O2000 2000 2001 D1000 ", false);
 
 	/* The same for a MODE.TSX: an OVF in place of its FUP. Where the
 	 * transaction state changed is lost, so no walk: the overflow comes
@@ -773,9 +774,8 @@ static void binding_rules(void)
 	}
 	ht_put_kind(&t, PTS_PKT_OVF);
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("tsx, then ovf", &t, &none, "E2000 O2000 2000 2001 D1000 ", true);
+	disable_and_expect(&t, "tsx, then ovf",
+			   "E2000 O2000 2000 2001 D1000 ", true);
 
 	/* A FUP whose TIP.PGD the end cuts: the walk gets to the FUP's IP,
 	 * then the cut packet is reported (it used to be a mismatch). libipt
@@ -813,9 +813,7 @@ static void binding_rules(void)
 			mode64(&t);
 		}
 		ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x2001);
-		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-		finish(&t);
-		expect(gaps[gap].label, &t, &none, gaps[gap].want, true);
+		disable_and_expect(&t, gaps[gap].label, gaps[gap].want, true);
 	}
 
 	/* While tracing, a PSB+ MODE.Exec other than the mode: a lost
@@ -826,9 +824,7 @@ static void binding_rules(void)
 	ht_mode(&t, 0, 1);
 	ht_put_ip(&t, PTS_PKT_FUP, 0x2000);
 	ht_put_kind(&t, PTS_PKT_PSBEND);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x1000);
-	finish(&t);
-	expect("mode change in psb+", &t, &none, "E2000 R ", true);
+	disable_and_expect(&t, "mode change in psb+", "E2000 R ", true);
 
 	/* A FUP with neither TIP nor TIP.PGD after it: both stop, libipt
 	 * before the NOP (it reads the FUP ahead and fails at once). */
