@@ -57,7 +57,7 @@
  *     at the packet, or takes it and reports the mismatch at the packet
  *     after it (a PSB or a TNT where its TIP should be); libipt keeps it
  *     as a pending event and fails later, after a PSB too, or binds it
- *     to a later TIP or instruction and goes on;
+ *     to a later TIP, FUP or instruction and goes on;
  *   - RULE_TIMING: libipt 2.0.5 fails (-pte_bad_query) at a CBR it meets
  *     where it looks for a TIP (its query decoder makes a CBR an event; a
  *     CBR may come between any two packets, SDM 36.3.1: frequency
@@ -76,8 +76,9 @@
  *     x87_reserved()), a register operand where
  *     only memory is defined (LEA, far CALL/JMP FF /3 /5), a LOCK
  *     prefix on an instruction that takes none (lockable()), 0F F0
- *     without F2 (LDDQU needs it) and 0F D6 without 66, F2 or F3 (the
- *     MOVQ forms need one), a VEX3 prefix (C4) with a reserved
+ *     without F2 (LDDQU needs it), 0F D6 without 66, F2 or F3 (the
+ *     MOVQ forms need one), 0F B8 without F3 (POPCNT needs it; JMPE is
+ *     not in Intel 64), a VEX3 prefix (C4) with a reserved
  *     map (m-mmmm 0 or above 3: #UD), or an EVEX prefix (62) whose fixed
  *     bits are wrong (P0[3:2] must be 0, P1[2] must be 1: SDM Vol. 2A,
  *     EVEX bit fields; else #UD). libipt's instruction length decoder sizes them
@@ -104,7 +105,10 @@
  *     libipt binds the PSB+ status events to the FUP's IP; with a PIP
  *     among them it fails at that branch too, else it walks on (and
  *     fails only at its next event): its segment goes on past ptscope's
- *     error;
+ *     error. When an OVF follows the PSB+, ptscope takes it at once
+ *     (what ran up to the overflow is lost; SDM 36.4.2.16) and libipt
+ *     walks on, its PSB+ events waiting for the FUP's IP, and fails at
+ *     the OVF;
  *   - RULE_PGD_NOIP, kept on purpose (decoder/flow.c, need_tip()): a
  *     TIP.PGD without IP where a near branch needs its packet is a
  *     disable there for ptscope (the windows model shows it as a gap
@@ -132,8 +136,9 @@
  *     an IP packet that preceded the overflow" (SDM 36.4.2.16, OVF,
  *     Application): ptscope keeps last-IP across the OVF; libipt 2.0.5
  *     resets it (pt_qry_decode_ovf calls pt_qry_reset, which clears
- *     last-IP) and resumes at the bare payload. The segments are compared
- *     up to the [overflow];
+ *     last-IP) and resumes at the bare payload; where one of the two IPs
+ *     has no code, that decoder's segment ends there. The segments are
+ *     compared up to the [overflow];
  *   - RULE_PSB_ENABLES: a PSB+ with a FUP met while tracing is off (after
  *     an OVF that resolved with tracing off, or a TIP.PGD). PSB+ holds a
  *     FUP iff PacketEn = 1 (SDM 36.3.7, 36.4.2.17) and the FUP gives the
@@ -141,7 +146,12 @@
  *     no enabled event for a PSB+ it meets while decoding (only at a sync;
  *     its SKD010 workaround alone resumes at such a FUP after an OVF) and
  *     fails at the next packet with -pte_no_enable (at the TIP of a FUP +
- *     TIP pair: it reads the two as one event);
+ *     TIP pair: it reads the two as one event; at the TIP.PGE of a
+ *     TIP.PGD + TIP.PGE pair, the TIP.PGD one more disable for it, see
+ *     RULE_PGD_WHILE_OFF). When that packet is a
+ *     TIP.PGE (after a MODE.Exec or not), libipt goes on there, and
+ *     ptscope, walking from the FUP's IP, fails on the way (a damaged
+ *     FUP: code that does not decode) or at the packets after the PSB+;
  *   - RULE_PSB_NO_MODE: libipt syncs at a PSB+ with a FUP but no
  *     MODE.Exec, which the SDM puts in every PSB+ with PacketEn = 1 (36.3.7).
  *     pt_insn resets its mode to unknown at a sync and fails with
@@ -160,7 +170,8 @@
  *     the end of the trace (pts_eos) right after the last instruction that
  *     took a packet. When the damage changed the FUP's IP, ptscope meets a
  *     branch that needs a packet before it gets there and fails at the
- *     FUP (TRACE_MISMATCH); libipt still ends cleanly. The same when a PSB
+ *     FUP (TRACE_MISMATCH), or at an instruction invalid in 64-bit mode
+ *     (BAD_INSN, as in RULE_INVALID_INSN); libipt still ends cleanly. The same when a PSB
  *     cut off by the end follows the FUP, or a PSBEND outside PSB+ (which
  *     both decoders pass over); when the TIP or TIP.PGD is there but cut
  *     by the end, ptscope reports the cut packet at the FUP's IP;
@@ -173,8 +184,10 @@
  *     TIP or TIP.PGD (SDM Table 36-15); only PSB+ has MODE.Exec before
  *     its FUP. ptscope binds the MODE.Exec to the next branch that takes a
  *     packet (a far transfer) and fails there or at the FUP; libipt binds
- *     it to the FUP's IP and goes on with the FUP's event. What follows
- *     ptscope's last agreeing token is not compared;
+ *     it to the FUP's IP and goes on with the FUP's event. The same
+ *     between a MODE.TSX and its FUP, which comes right after it (SDM
+ *     Table 36-15): ptscope does not bind the MODE.TSX and fails at it.
+ *     What follows ptscope's last agreeing token is not compared;
  *   - RULE_RET_STACKS: ptscope finds its return stack empty at a
  *     compressed RET where libipt pops an address, the flows equal up to
  *     there. A dropped TIP lets one decoder take a RET as compressed (a
@@ -1217,10 +1230,17 @@ static int fup_then_last_psb(const struct buf *trace, uint64_t off)
 }
 
 /* RULE_MODE_BEFORE_FUP: whether ptscope's error at @off is at a MODE.Exec
- * right before a FUP, or at a FUP right after a MODE.Exec. */
+ * right before a FUP, at a FUP right after a MODE.Exec, or at a MODE.TSX
+ * right before such a MODE.Exec. */
 static int mode_before_fup(const struct buf *trace, uint64_t off)
 {
 	int kind = kind_at(trace, off);
+	if (kind == PTS_PKT_MODE_TSX) {
+		off = packet_after(trace, off);
+		kind = kind_at(trace, off);
+		if (kind != PTS_PKT_MODE_EXEC)
+			return 0;
+	}
 	if (kind == PTS_PKT_MODE_EXEC)
 		return kind_at(trace, packet_after(trace, off)) == PTS_PKT_FUP;
 	return kind == PTS_PKT_FUP &&
@@ -1412,7 +1432,8 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 	case 0xff: /* /7 reserved; far CALL and JMP (/3, /5) need memory */
 		return i + 1 < n && (((x[i + 1] >> 3) & 7) == 7 ||
 				     ((x[i + 1] >> 6 == 3) &&
-				      (((x[i + 1] >> 3) & 7) | 2) == 7));
+				      (((x[i + 1] >> 3) & 7) == 3 ||
+				       ((x[i + 1] >> 3) & 7) == 5)));
 	case 0xc6: case 0xc7: /* group 11: MOV (/0), XABORT/XBEGIN (F8) */
 		return i + 1 < n && ((x[i + 1] >> 3) & 7) != 0 &&
 		       x[i + 1] != 0xf8;
@@ -1421,10 +1442,13 @@ static int invalid_in_64(const struct base *b, uint64_t ip)
 	case 0x0f:
 		/* group 6 (0F 00): /6 and /7 are reserved; 0F F0 is LDDQU
 		 * only after F2 and 0F D6 a MOVQ form only after 66, F2 or
-		 * F3, blank in the opcode map without them */
+		 * F3, blank in the opcode map without them; 0F B8 is POPCNT
+		 * only after F3 (without it JMPE, which Intel 64 CPUs do not
+		 * have: SDM Vol. 2, Table A-3) */
 		return (i + 2 < n && x[i + 1] == 0x00 &&
 			((x[i + 2] >> 3) & 7) >= 6) ||
 		       (x[i + 1] == 0xf0 && !memchr(x, 0xf2, (size_t)i)) ||
+		       (x[i + 1] == 0xb8 && !memchr(x, 0xf3, (size_t)i)) ||
 		       (x[i + 1] == 0xd6 && !memchr(x, 0x66, (size_t)i) &&
 			!memchr(x, 0xf2, (size_t)i) &&
 			!memchr(x, 0xf3, (size_t)i));
@@ -1500,6 +1524,20 @@ static int after_psb(const struct buf *trace, uint64_t off, int *fup,
 	*fup = s.fup;
 	*ip = s.ip;
 	return 1;
+}
+
+/* Whether the packet at @off comes right after a PSB+ whose FUP has @ip,
+ * and is a TIP.PGE or a MODE.Exec right before one (RULE_PSB_ENABLES). */
+static int psb_fup_before_pge(const struct buf *trace, uint64_t off,
+			      uint64_t ip)
+{
+	int fup;
+	uint64_t fup_ip;
+	if (!after_psb(trace, off, &fup, &fup_ip) || !fup || fup_ip != ip)
+		return 0;
+	if (kind_at(trace, off) == PTS_PKT_MODE_EXEC)
+		off = packet_after(trace, off);
+	return kind_at(trace, off) == PTS_PKT_TIP_PGE;
 }
 
 /* RULE_PSB_NO_FUP and RULE_PSB_FUP_AWAY: ptscope, walking (its last
@@ -1836,9 +1874,16 @@ static int lib_fails_at_psb(const struct dcase *c, const struct flow *lib,
 	uint64_t off = kind_at(c->trace, a->off) == PTS_PKT_PSBEND
 			       ? packet_after(c->trace, a->off)
 			       : event_start(c->trace, a->off);
+	/* at the TIP.PGE of a TIP.PGD + TIP.PGE pair: libipt takes the
+	 * TIP.PGD as one more disable (RULE_PGD_WHILE_OFF) */
+	const struct kind_before pgd = packet_before(c->trace, off);
+	const uint64_t enables = kind_at(c->trace, off) == PTS_PKT_TIP_PGE &&
+					 pgd.kind == PTS_PKT_TIP_PGD
+				 ? pgd.at
+				 : off;
 	if (a->err == -pte_no_enable && la > 0 &&
 	    PTS_TOK_IS_EVENT(lib->t.v[a->to - 1]) &&
-	    after_psb(c->trace, off, &fup, &ip) && fup &&
+	    after_psb(c->trace, enables, &fup, &ip) && fup &&
 	    ours->t.v[b->from + la] == ip)
 		return RULE_PSB_ENABLES;
 	if (a->err == -pte_bad_insn &&
@@ -1857,18 +1902,27 @@ static int lib_fails_at_psb(const struct dcase *c, const struct flow *lib,
 }
 
 /* RULE_OVF_LASTIP: whether the flows part at token @p (0 < p, within
- * both segments), right after an [overflow], at the IP the overflow
+ * one segment at least), right after an [overflow], at the IP the overflow
  * resolved at, rebuilt from a compressed IP: an address for each decoder,
  * or, when it resolved at a TIP.PGE, libipt's [enabled] at the bare
  * payload (where its segment ends: no code there) against ptscope's
  * [resumed] at the rebuilt IP, where tracing stopped before; or libipt's
- * segment ends at the [overflow] (no code at the bare payload). What
- * follows is not compared. */
+ * segment ends at the [overflow] (no code at the bare payload), or
+ * ptscope's (no code at the rebuilt IP). What follows is not compared. */
 static int ovf_lastip_part(const struct dcase *c, const struct flow *lib,
 			   const struct seg *a, const struct flow *ours,
 			   const struct seg *b, size_t p)
 {
 	const uint64_t *l = lib->t.v + a->from, *o = ours->t.v + b->from;
+	/* ptscope failed at the IP (no code there), libipt goes on at the
+	 * bare payload */
+	if (b->from + p == b->to)
+		return b->end == END_ERROR &&
+		       (b->err == -PTS_ERR_BAD_INSN ||
+			b->err == -PTS_ERR_NOMAP) &&
+		       o[p - 1] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+		       !PTS_TOK_IS_EVENT(l[p]) &&
+		       ovf_ip_rebuilt(c->trace, l[p], b->ip);
 	/* libipt failed at the bare payload, ptscope goes on at the IP */
 	const int lib_nomap =
 		a->from + p == a->to && a->end == END_ERROR &&
@@ -1953,10 +2007,35 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[RULE_PGD_NOIP]++;
 		return 0;
 	}
-	if (p > 0 && (p < n || p < lb) &&
+	/* RULE_PSB_ENABLES with a TIP.PGE after the PSB+: libipt, off, goes
+	 * on at the TIP.PGE; ptscope, on from the PSB+ FUP's IP, walks from
+	 * there and fails on the way or at the packets after the PSB+. */
+	if (p > 0 && p < n && b->end == END_ERROR &&
+	    lib->t.v[a->from + p - 1] == PTS_TOK_EVENT(PTS_TOK_DISABLED) &&
+	    (lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_RESUMED) ||
+	     lib->t.v[a->from + p] == PTS_TOK_EVENT(PTS_TOK_ENABLED)) &&
+	    only_walk(&ours->t, b->from + p, b->to, 0) &&
+	    psb_fup_before_pge(c->trace, b->off, ours->t.v[b->from + p])) {
+		tot->rules[RULE_PSB_ENABLES]++;
+		return 0;
+	}
+	if (p > 0 && (p < la || p < lb) &&
 	    ovf_lastip_part(c, lib, a, ours, b, p)) {
 		tot->rules[RULE_OVF_LASTIP]++;
 		return 0;
+	}
+	/* RULE_PSB_FUP_AWAY with an OVF after the PSB+: ptscope's
+	 * [overflow] comes where libipt walks on, and fails at the OVF. */
+	if (p < n && ours->t.v[b->from + p] ==
+			     PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+	    a->end == END_ERROR && kind_at(c->trace, a->off) == PTS_PKT_OVF &&
+	    only_walk(&lib->t, a->from + p, a->to, 0)) {
+		int fup;
+		uint64_t ip;
+		if (after_psb(c->trace, a->off, &fup, &ip) && fup) {
+			tot->rules[RULE_PSB_FUP_AWAY]++;
+			return 0;
+		}
 	}
 	/* RULE_FUP_OVF: libipt's [overflow] comes where ptscope walks on to
 	 * a FUP's IP first; the rest is compared without that walk. */
@@ -1993,15 +2072,21 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		return 0;
 	}
 	/* RULE_MODE_BEFORE_FUP, and RULE_STATUS_EARLY at a MODE.Exec that
-	 * libipt applies at once (its instructions take the new mode). */
+	 * libipt applies at once (its instructions take the new mode) or at
+	 * a MODE.TSX with no FUP right after it (libipt binds it to a later
+	 * FUP, and that FUP's event parts the flows). */
 	if (b->end == END_ERROR && b->err == -PTS_ERR_TRACE_MISMATCH &&
 	    (!fails(a) || a->off > b->off) &&
 	    only_walk(&ours->t, b->from + p, b->to, 0)) {
+		const int kind = kind_at(c->trace, b->off);
 		if (mode_before_fup(c->trace, b->off)) {
 			tot->rules[RULE_MODE_BEFORE_FUP]++;
 			return 0;
 		}
-		if (kind_at(c->trace, b->off) == PTS_PKT_MODE_EXEC) {
+		if (kind == PTS_PKT_MODE_EXEC ||
+		    (kind == PTS_PKT_MODE_TSX &&
+		     kind_at(c->trace, packet_after(c->trace, b->off)) !=
+			     PTS_PKT_FUP)) {
 			tot->rules[RULE_STATUS_EARLY]++;
 			return 0;
 		}
@@ -2039,9 +2124,11 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		return 0;
 	}
 	/* RULE_FUP_AT_END with an IP off the walk: ptscope fails at that
-	 * FUP on the way. */
+	 * FUP on the way, or at an invalid instruction before it. */
 	if (a->end == END_EOS && b->end == END_ERROR &&
-	    b->err == -PTS_ERR_TRACE_MISMATCH && la <= lb &&
+	    (b->err == -PTS_ERR_TRACE_MISMATCH ||
+	     (b->err == -PTS_ERR_BAD_INSN && invalid_in_64(c->b, b->ip))) &&
+	    la <= lb &&
 	    ((fup_ends(c->trace) && kind_at(c->trace, b->off) == PTS_PKT_FUP) ||
 	     fup_then_last_psb(c->trace, b->off)) &&
 	    only_walk(&ours->t, b->from + la, b->to, 0)) {
