@@ -81,8 +81,8 @@
  *     not in Intel 64), a VEX3 prefix (C4) with a reserved
  *     map (m-mmmm 0 or above 3: #UD), or an EVEX prefix (62) whose fixed
  *     bits are wrong (P0[3:2] must be 0, P1[2] must be 1: SDM Vol. 2A,
- *     EVEX bit fields; else #UD). libipt's instruction length decoder sizes them
- *     anyway and walks on; ptscope reports BAD_INSN there;
+ *     EVEX bit fields; else #UD). libipt's instruction length decoder
+ *     sizes them anyway and walks on; ptscope reports BAD_INSN there;
  *   - RULE_HANG: code that loops without needing trace (jmp . after a
  *     damaged TIP) runs forever in libipt, which has no such limit; here
  *     it is cut at an instruction cap, and ptscope must stop with
@@ -171,10 +171,11 @@
  *     took a packet. When the damage changed the FUP's IP, ptscope meets a
  *     branch that needs a packet before it gets there and fails at the
  *     FUP (TRACE_MISMATCH), or at an instruction invalid in 64-bit mode
- *     (BAD_INSN, as in RULE_INVALID_INSN); libipt still ends cleanly. The same when a PSB
- *     cut off by the end follows the FUP, or a PSBEND outside PSB+ (which
- *     both decoders pass over); when the TIP or TIP.PGD is there but cut
- *     by the end, ptscope reports the cut packet at the FUP's IP;
+ *     (BAD_INSN, as in RULE_INVALID_INSN); libipt still ends cleanly.
+ *     The same when a PSB cut off by the end follows the FUP, or a PSBEND
+ *     outside PSB+ (which both decoders pass over); when the TIP or
+ *     TIP.PGD is there but cut by the end, ptscope reports the cut packet
+ *     at the FUP's IP;
  *   - RULE_PGD_WHILE_OFF: a TIP.PGD while tracing is off (a duplicate of
  *     the one before). A TIP.PGD marks PacketEn going from 1 to 0 (SDM
  *     36.4.2.5): ptscope fails there with TRACE_MISMATCH;
