@@ -326,6 +326,8 @@ int pts_insn_classify(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 	if (!size)
 		size = pts_insn_length_intel(bytes, len, mode, p.op, p.osz,
 					     p.asz);
+	if (size < 0)
+		return -PTS_ERR_BAD_INSN;
 	if (!size)
 		size = capstone(cls, mode, ip, bytes, len);
 	if (!size)
@@ -359,6 +361,25 @@ int pts_insn_decode(struct pts_insn_classifier *cls,
 	return err == -PTS_ERR_TRUNCATED ? -PTS_ERR_BAD_INSN : err;
 }
 
+/* The text of an instruction of @size bytes at @bytes that classifies
+ * without capstone (@mode from handle_for()): "nop" for the hint NOPs,
+ * which execute as NOPs; for the others (insn_length_intel.c: encodings
+ * capstone 4 does not know) the bytes as an assembler directive, rather
+ * than a name we cannot give. */
+static int unknown_to_capstone(int mode, const uint8_t *bytes, size_t size,
+			       char *out, size_t cap)
+{
+	struct prefixes p;
+	scan_prefixes(bytes, size, mode, &p);
+	if (hint_nop_size(bytes, size, mode, &p) == (int)size)
+		return snprintf(out, cap, "nop");
+	size_t n = (size_t)snprintf(out, cap, ".byte");
+	for (size_t i = 0; i < size && n < cap; i++)
+		n += (size_t)snprintf(out + n, cap - n, "%s0x%02x",
+				      i ? ", " : " ", bytes[i]);
+	return (int)n;
+}
+
 int pts_insn_disasm(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 		    const uint8_t *bytes, size_t len, char *out, size_t cap)
 {
@@ -377,8 +398,7 @@ int pts_insn_disasm(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 	if (info.iclass == PTS_INSN_PTWRITE) {
 		n = snprintf(out, cap, "ptwrite");
 	} else if (!capstone(cls, h, ip, bytes, len)) {
-		/* only the hint NOPs classify without capstone */
-		n = snprintf(out, cap, "nop");
+		n = unknown_to_capstone(h, bytes, (size_t)size, out, cap);
 	} else {
 		const cs_insn *insn = cls->insn[h];
 		n = snprintf(out, cap, "%s%s%s", insn->mnemonic,

@@ -19,9 +19,20 @@
  *   - a 66 prefix on a near relative branch in 64-bit mode: Intel CPUs
  *     ignore it (SDM Vol. 2 Jcc, JMP, CALL: the operand size is 64 bits,
  *     the displacement 32 bits), capstone takes a 16-bit displacement as
- *     AMD's do.
+ *     AMD's do;
+ *   - MOV to and from a segment register (8C, 8E) after a REX prefix with
+ *     R set: REX.R only extends a ModRM.reg that names a general-purpose,
+ *     SSE, control or debug register and is ignored for the others (SDM
+ *     Vol. 2A, 2.2.1.2); capstone 4 rejects the instruction.
+ * And the reverse: other vendors' instructions capstone 4 decodes in
+ * places Intel's opcode map leaves blank (Table A-3), which are #UD on
+ * Intel CPUs: VIA's PadLock (0F A6, 0F A7) and AMD's SSE4a EXTRQ and
+ * INSERTQ (66 or F2 before 0F 78, 0F 79, where Intel has VMREAD and
+ * VMWRITE, which take no prefix).
  * tests/diff/diff_insn_libipt.c checks these against libipt's decoder. */
 #include "internal.h"
+
+#include <string.h>
 
 /* Whether @b[@at] can start a VEX or EVEX prefix: always in 64-bit mode;
  * in the other modes C4, C5 and 62 are also LES, LDS and BOUND, which take
@@ -115,9 +126,19 @@ int pts_insn_length_intel(const uint8_t *b, size_t len, int mode, size_t op,
 		return vector_rest(b, len, op + 4, b[op + 1] & 3, addr16, rel16);
 	case 0x8f: /* POP r/m */
 		return modrm_form(b, len, op + 1, 0, addr16);
+	case 0x8c: /* MOV r/m, Sreg */
+	case 0x8e: /* MOV Sreg, r/m */
+		if (op + 1 >= len || ((b[op + 1] >> 3) & 7) >= 6)
+			return 0; /* segment registers 6 and 7: none */
+		return modrm_form(b, len, op + 1, 0, addr16);
 	case 0x0f:
 		if (op + 1 >= len)
 			return 0;
+		if (b[op + 1] == 0xa6 || b[op + 1] == 0xa7)
+			return -1;
+		if ((b[op + 1] == 0x78 || b[op + 1] == 0x79) &&
+		    (osz || memchr(b, 0xf2, op) || memchr(b, 0xf3, op)))
+			return -1;
 		if (b[op + 1] == 0x01)
 			return modrm_form(b, len, op + 2, 0, addr16);
 		if (b[op + 1] == 0x38)

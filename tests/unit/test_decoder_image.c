@@ -322,6 +322,17 @@ static void test_classify(void)
 	CHECK(strcmp(text, "jmp 0x401000") == 0);
 	CHECK(pts_insn_disasm(cls, PTS_EXEC_64, 0, jmp, 2, text, 4) ==
 	      -PTS_ERR_AGAIN);
+	/* Sized without capstone: a hint NOP is a nop, the others (here
+	 * REX.R before 8C, which capstone 4 rejects) their bytes. */
+	const uint8_t hint[] = {0x0f, 0x1f, 0xc0}, sreg[] = {0x44, 0x8c, 0xc0};
+	CHECK(pts_insn_disasm(cls, PTS_EXEC_64, 0, hint, 3, text,
+			      sizeof(text)) > 0);
+	CHECK(strcmp(text, "nop") == 0);
+	CHECK(pts_insn_disasm(cls, PTS_EXEC_64, 0, sreg, 3, text,
+			      sizeof(text)) > 0);
+	CHECK(strcmp(text, ".byte 0x44, 0x8c, 0xc0") == 0);
+	CHECK(pts_insn_disasm(cls, PTS_EXEC_64, 0, sreg, 3, text, 10) ==
+	      -PTS_ERR_AGAIN);
 
 	/* Decode from an image; an instruction cut by the end of code. */
 	struct pts_image *img = pts_image_new();
