@@ -23,7 +23,8 @@
  *   - MOV to and from a segment register (8C, 8E) after a REX prefix with
  *     R set: REX.R only extends a ModRM.reg that names a general-purpose,
  *     SSE, control or debug register and is ignored for the others (SDM
- *     Vol. 2A, 2.2.1.2); capstone 4 rejects the instruction.
+ *     Vol. 2A, 2.2.1.2); capstone 4 rejects the instruction;
+ *   - PREFETCHWT1 (0F 0D /2 with memory), which capstone 4 does not know.
  * And the reverse: other vendors' instructions capstone 4 decodes in
  * places Intel's opcode map leaves blank (Table A-3), which are #UD on
  * Intel CPUs: VIA's PadLock (0F A6, 0F A7) and AMD's SSE4a EXTRQ and
@@ -134,6 +135,9 @@ int pts_insn_length_intel(const uint8_t *b, size_t len, int mode, size_t op,
 	case 0x0f:
 		if (op + 1 >= len)
 			return 0;
+		if (b[op + 1] == 0x0d && op + 2 < len && b[op + 2] >> 6 != 3 &&
+		    ((b[op + 2] >> 3) & 7) == 2) /* PREFETCHWT1 m8 */
+			return modrm_form(b, len, op + 2, 0, addr16);
 		if (b[op + 1] == 0xa6 || b[op + 1] == 0xa7)
 			return -1;
 		if ((b[op + 1] == 0x78 || b[op + 1] == 0x79) &&

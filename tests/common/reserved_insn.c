@@ -87,14 +87,85 @@ static int x87_reserved(uint8_t op, uint8_t modrm)
 	}
 }
 
+/* The reserved forms of the 0F map (SDM Vol. 2, Table A-3 and the
+ * opcode extensions of Table A-6), for opcode 0F @op with ModRM @modrm,
+ * the prefixes in @x[0, @at):
+ *   - blank: 04, 0A, 0C, 0F, 24-27, 36, 39, 3B-3F, 7A, 7B, and A6, A7
+ *     (VIA's PadLock there); UD0 (FF) after a prefix capstone 4 rejects
+ *     (it raises #UD anyway);
+ *   - memory operands only: MOVLPS/MOVHPS stores (13, 17), MOVNTPS (2B),
+ *     MOVNTQ (E7), MOVNTI (C3), LSS/LFS/LGS (B2, B4, B5), PREFETCHW and
+ *     PREFETCHWT1 (0D /1, /2; its other forms are reserved too);
+ *   - register operands only: MOVMSKPS (50), PMOVMSKB (D7), MASKMOVQ
+ *     (F7), PEXTRW (C5);
+ *   - mandatory prefixes: PUNPCKLQDQ/HQDQ (6C, 6D) need 66; HADDPD/PS,
+ *     HSUBPD/PS (7C, 7D) and ADDSUBPD/PS (D0) 66 or F2; the MOVQ forms
+ *     (D6; after F2 or F3 on registers only) and CVTxx2xx (E6) one of 66,
+ *     F2, F3; LDDQU (F0) F2, with memory; POPCNT
+ *     (B8) F3 (without it JMPE, which Intel 64 CPUs lack); VMREAD and
+ *     VMWRITE (78, 79) take none (after 66 or F2, AMD's SSE4a);
+ *   - groups: 6 (00) /6 /7; 12 and 13 (71, 72) but /2 /4 /6 on a
+ *     register; 14 (73) but /2 /6 on a register, /3 /7 after 66; 8 (BA)
+ *     /0-/3; 9 (C7) /0 /2 with memory, /0-/5 on a register; 15 (AE) on a
+ *     register /0-/4 without F3. */
+static int reserved_0f(const uint8_t *x, int at, uint8_t op, uint8_t modrm)
+{
+	const unsigned reg = (modrm >> 3) & 7, mem = modrm >> 6 != 3;
+	const int p66 = memchr(x, 0x66, (size_t)at) != NULL;
+	const int pf2 = memchr(x, 0xf2, (size_t)at) != NULL;
+	const int pf3 = memchr(x, 0xf3, (size_t)at) != NULL;
+	switch (op) {
+	case 0x04: case 0x0a: case 0x0c: case 0x0f: case 0x24: case 0x25:
+	case 0x26: case 0x27: case 0x36: case 0x39: case 0x3b: case 0x3c:
+	case 0x3d: case 0x3e: case 0x3f: case 0x7a: case 0x7b: case 0xa6:
+	case 0xa7:
+		return 1;
+	case 0xff:
+		return at > 0;
+	case 0x13: case 0x17: case 0x2b: case 0xe7: case 0xc3: case 0xb2:
+	case 0xb4: case 0xb5:
+		return !mem;
+	case 0x0d:
+		return !mem || (reg != 1 && reg != 2);
+	case 0x50: case 0xd7: case 0xf7: case 0xc5:
+		return mem;
+	case 0x6c: case 0x6d:
+		return !p66;
+	case 0x7c: case 0x7d: case 0xd0:
+		return !p66 && !pf2;
+	case 0xd6: /* MOVQ; MOVQ2DQ, MOVDQ2Q on registers only */
+		return !p66 && (mem || (!pf2 && !pf3));
+	case 0xe6:
+		return !p66 && !pf2 && !pf3;
+	case 0xf0:
+		return !pf2 || !mem;
+	case 0xb8:
+		return !pf3;
+	case 0x78: case 0x79:
+		return p66 || pf2 || pf3;
+	case 0x00:
+		return reg >= 6;
+	case 0x71: case 0x72:
+		return mem || (reg != 2 && reg != 4 && reg != 6);
+	case 0x73:
+		return mem || !(reg == 2 || reg == 6 ||
+				(p66 && (reg == 3 || reg == 7)));
+	case 0xba:
+		return reg < 4;
+	case 0xc7:
+		return mem ? reg == 0 || reg == 2 : reg < 6;
+	case 0xae:
+		return !mem && reg < 5 && !pf3;
+	default:
+		return 0;
+	}
+}
+
 /* By the opcode map (SDM Vol. 2, App. A): the one-byte opcodes marked
  * i64; group 5 /7, group 4 /2-/7, group 6 /6-/7, group 11 /1-/6 (and /7
  * but XABORT/XBEGIN), segment registers 6 and 7, the blank x87 forms
  * (x87_reserved()); LEA and far CALL/JMP through group 5 need a memory
- * operand; LOCK only before lockable(); and the other vendors'
- * instructions capstone 4 knows in blank places: VIA's PadLock (0F A6,
- * 0F A7) and AMD's SSE4a EXTRQ/INSERTQ (66 or F2 before 0F 78, 0F 79,
- * where Intel has VMREAD and VMWRITE, which take no prefix). */
+ * operand; LOCK only before lockable(); the 0F map's (reserved_0f()). */
 int pts_test_reserved64(const uint8_t *x, int n)
 {
 	int lock, i = pts_test_opcode_at(x, n > 15 ? 15 : n, &lock);
@@ -140,23 +211,7 @@ int pts_test_reserved64(const uint8_t *x, int n)
 	case 0x8d: /* LEA needs memory */
 		return i + 1 < n && x[i + 1] >> 6 == 3;
 	case 0x0f:
-		/* group 6 (0F 00): /6 and /7 are reserved; 0F F0 is LDDQU
-		 * only after F2 and 0F D6 a MOVQ form only after 66, F2 or
-		 * F3, blank in the opcode map without them; 0F B8 is POPCNT
-		 * only after F3 (without it JMPE, which Intel 64 CPUs do not
-		 * have: SDM Vol. 2, Table A-3) */
-		return (i + 2 < n && x[i + 1] == 0x00 &&
-			((x[i + 2] >> 3) & 7) >= 6) ||
-		       (x[i + 1] == 0xf0 && !memchr(x, 0xf2, (size_t)i)) ||
-		       (x[i + 1] == 0xb8 && !memchr(x, 0xf3, (size_t)i)) ||
-		       (x[i + 1] == 0xd6 && !memchr(x, 0x66, (size_t)i) &&
-			!memchr(x, 0xf2, (size_t)i) &&
-			!memchr(x, 0xf3, (size_t)i)) ||
-		       x[i + 1] == 0xa6 || x[i + 1] == 0xa7 ||
-		       ((x[i + 1] == 0x78 || x[i + 1] == 0x79) &&
-			(memchr(x, 0x66, (size_t)i) ||
-			 memchr(x, 0xf2, (size_t)i) ||
-			 memchr(x, 0xf3, (size_t)i)));
+		return i + 2 < n && reserved_0f(x, i, x[i + 1], x[i + 2]);
 	default:
 		return 0;
 	}

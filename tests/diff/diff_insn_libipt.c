@@ -125,10 +125,7 @@ static bool same_kind(int ours, enum pt_insn_class theirs)
 static uint64_t compared, reserved;
 
 /* Whether ptscope may reject the instruction at @b (15 bytes there) that
- * libipt sizes: a form Intel's map reserves, checked for the one-byte
- * opcodes (pts_test_reserved64()); the 0F map's blanks and mandatory
- * prefixes are not listed there, so any rejection of a 0F opcode passes
- * (but not a length that differs). */
+ * libipt sizes: a form Intel's map reserves (pts_test_reserved64()). */
 typedef int (*may_reject_fn)(const uint8_t *b);
 
 /* Compares the instruction at @ip; returns libipt's size (0 when libipt
@@ -300,6 +297,9 @@ static void rows(struct pts_insn_classifier *cls)
 		{{0x4e, 0x8c, 0x00, 0x00}, PTS_EXEC_64, 3},
 		{{0x45, 0x8e, 0xd8}, PTS_EXEC_64, 3},
 		{{0x4c, 0x8c, 0x80, 1, 2, 3, 4}, PTS_EXEC_64, 7},
+		/* prefetchwt1 [rip+0x4030201] (unknown to capstone 4) */
+		{{0x0f, 0x0d, 0x15, 1, 2, 3, 4}, PTS_EXEC_64, 7},
+		{{0x0f, 0x0d, 0x15, 1, 2, 3, 4}, PTS_EXEC_32, 7},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		char where[32];
@@ -310,19 +310,18 @@ static void rows(struct pts_insn_classifier *cls)
 	}
 }
 
-static int one_byte_reserved(const uint8_t *b)
+static int reserved_form(const uint8_t *b)
 {
-	int lock, op = pts_test_opcode_at(b, 15, &lock);
-	return b[op] == 0x0f || pts_test_reserved64(b, 15);
+	return pts_test_reserved64(b, 15);
 }
 
 /* Every opcode of the one-byte and 0F maps after each of these prefixes
  * (none, REX, REX.W, REX.R, REX.WRXB, 66, F3, F2, LOCK) with every
  * ModRM.reg in a register, a SIB and a RIP-relative form, in 64-bit mode:
  * where both decoders size an instruction they agree on its length and
- * kind; where only libipt does, it is reserved (one_byte_reserved()).
- * Found capstone 4's gaps on REX.R before 8C/8E and its VIA and AMD
- * instructions in Intel's blanks (insn_length_intel.c). */
+ * kind; where only libipt does, it is reserved (reserved_form()).
+ * Found capstone 4's gaps on REX.R before 8C/8E and PREFETCHWT1, and its
+ * VIA and AMD instructions in Intel's blanks (insn_length_intel.c). */
 static void legacy_opcodes(struct pts_insn_classifier *cls)
 {
 	static const uint8_t prefixes[] = {0, 0x40, 0x48, 0x44, 0x4f,
@@ -359,7 +358,7 @@ static void legacy_opcodes(struct pts_insn_classifier *cls)
 						 map, prefixes[p], op, f);
 					compare_bytes(cls, b, n, PTS_EXEC_64,
 						      where,
-						      one_byte_reserved);
+						      reserved_form);
 				}
 			}
 		}
