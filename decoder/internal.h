@@ -153,9 +153,10 @@ int pts_insn_length(const uint8_t *b, size_t len, int mode);
  * and @asz whether 66 and 67 are among them) where capstone 4 and Intel's
  * CPUs part (insn_length_intel.c): VEX and EVEX instructions, 0F 01 and
  * the 0F 38/0F 3A maps, opcodes 8F, 8C and 8E, PREFETCHWT1, 66 before a
- * near branch in 64-bit mode. 0 for other instructions, and when @len is too short to
- * tell; -1 for the encodings Intel's map leaves blank where capstone 4
- * decodes another vendor's instruction (not an instruction: BAD_INSN). */
+ * near branch in 64-bit mode. 0 for other instructions, and when @len is
+ * too short to tell; -1 for the encodings Intel's map leaves blank where
+ * capstone 4 decodes another vendor's instruction (not an instruction:
+ * BAD_INSN). */
 int pts_insn_length_intel(const uint8_t *b, size_t len, int mode, size_t op,
 			  bool osz, bool asz);
 
