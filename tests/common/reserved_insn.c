@@ -168,9 +168,10 @@ static int reserved_0f(const uint8_t *x, int at, uint8_t op, uint8_t modrm)
  * operand; LOCK only before lockable(); the 0F map's (reserved_0f()). */
 int pts_test_reserved64(const uint8_t *x, int n)
 {
-	int lock, i = pts_test_opcode_at(x, n > 15 ? 15 : n, &lock);
+	int lock, i;
 	if (n > 15)
 		n = 15;
+	i = pts_test_opcode_at(x, n, &lock);
 	if (i + 2 >= n)
 		return 0;
 	if (lock && !lockable(x + i))

@@ -336,32 +336,28 @@ static void legacy_opcodes(struct pts_insn_classifier *cls)
 		{0x0f, 0xa6, 0xc0}, {0x0f, 0xa7, 0xe8},
 		{0x66, 0x0f, 0x78, 0xc0, 1, 2}, {0xf2, 0x0f, 0x79, 0xc1},
 	};
+	enum { FORMS = 3 * 8, NPREFIXES = sizeof(prefixes) };
 	uint64_t c0 = compared, r0 = reserved;
-	for (int map = 1; map <= 2; map++) {
-		for (size_t p = 0; p < sizeof(prefixes); p++) {
-			for (unsigned op = 0; op < 256; op++) {
-				for (unsigned f = 0; f < 24; f++) {
-					uint8_t b[16];
-					size_t n = 0;
-					char where[48];
-					if (prefixes[p])
-						b[n++] = prefixes[p];
-					if (map == 2)
-						b[n++] = 0x0f;
-					b[n++] = (uint8_t)op;
-					memcpy(b + n, forms[f / 8], 6);
-					b[n] |= (uint8_t)((f % 8) << 3);
-					n += 6;
-					snprintf(where, sizeof(where),
-						 "map %d prefix %02x op %02x "
-						 "form %u",
-						 map, prefixes[p], op, f);
-					compare_bytes(cls, b, n, PTS_EXEC_64,
-						      where,
-						      reserved_form);
-				}
-			}
-		}
+	/* one index over map x prefix x opcode x form */
+	for (unsigned k = 0; k < 2 * NPREFIXES * 256 * FORMS; k++) {
+		const unsigned f = k % FORMS, op = k / FORMS % 256;
+		const unsigned p = k / FORMS / 256 % NPREFIXES;
+		const unsigned map = 1 + k / FORMS / 256 / NPREFIXES;
+		uint8_t b[16];
+		size_t n = 0;
+		char where[48];
+		if (prefixes[p])
+			b[n++] = prefixes[p];
+		if (map == 2)
+			b[n++] = 0x0f;
+		b[n++] = (uint8_t)op;
+		memcpy(b + n, forms[f / 8], 6);
+		b[n] |= (uint8_t)((f % 8) << 3); /* ModRM.reg */
+		n += 6;
+		snprintf(where, sizeof(where),
+			 "map %u prefix %02x op %02x form %u", map, prefixes[p],
+			 op, f);
+		compare_bytes(cls, b, n, PTS_EXEC_64, where, reserved_form);
 	}
 	for (size_t i = 0; i < sizeof(blanks) / sizeof(blanks[0]); i++) {
 		struct pts_insn_info info;
