@@ -621,14 +621,16 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	ip = b->last_ip;
 	switch (b->last_class) {
 	case PTS_INSN_CALL:
-		if (!(b->last_flags & PTS_INSN_F_CALL0))
-			push_ret(f, next, &b->succ[0]);
-		__attribute__((fallthrough)); /* gcc and clang both check */
 	case PTS_INSN_JMP:
-		if (!direct_disable(f, ip, b->target)) {
-			f->ip = b->target;
-			f->link = &b->succ[1];
-		}
+		/* A CALL where tracing stops pushes nothing (as an
+		 * indirect one, below). */
+		if (direct_disable(f, ip, b->target))
+			return;
+		if (b->last_class == PTS_INSN_CALL &&
+		    !(b->last_flags & PTS_INSN_F_CALL0))
+			push_ret(f, next, &b->succ[0]);
+		f->ip = b->target;
+		f->link = &b->succ[1];
 		return;
 	case PTS_INSN_RET:
 		if (!f->tnt_count) {
@@ -644,7 +646,6 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 		}
 		break;
 	case PTS_INSN_CALL_IND:
-		push_ret(f, next, &b->succ[0]);
 		resume = next;
 		break;
 	case PTS_INSN_FAR:
@@ -663,8 +664,16 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	}
 	/* Indirect: the target comes with a TIP. */
 	f->link = &b->ind;
-	if (need_tip(f, ip, resume, b->last_class == PTS_INSN_FAR) &&
-	    b->last_class == PTS_INSN_RET) {
+	if (!need_tip(f, ip, resume, b->last_class == PTS_INSN_FAR))
+		return;
+	if (b->last_class == PTS_INSN_CALL_IND) {
+		/* Only now: a CALL where tracing stops (TIP.PGD) pushes
+		 * nothing. Its return, if traced at all, comes after a
+		 * TIP.PGE; whether hardware may compress it is not
+		 * documented (pt-sgx-facts.md 2.2), and libipt 2.0.5 does
+		 * not push (test_flow_errata, "... call at a disable"). */
+		push_ret(f, next, &b->succ[0]);
+	} else if (b->last_class == PTS_INSN_RET) {
 		unsigned t = pop_hint(f);
 		if (f->hint_ip[t] == f->ip && f->hint_link[t])
 			f->link = f->hint_link[t];
@@ -919,10 +928,10 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 		deliver(f, b, s, e - s + 1);
 		if (!seg)
 			break;
-		if (b->segs[k] & PTS_SEG_PUSH)
-			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
 		if (direct_disable(f, b->ips[e], b->ips[e + 1]))
 			return false;
+		if (b->segs[k] & PTS_SEG_PUSH)
+			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
 		s = e + 1;
 	}
 	if (++f->idle > f->idle_limit) {

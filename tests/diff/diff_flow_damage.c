@@ -137,10 +137,11 @@
  *     again) and the error is reported there. The byte scan may see a PSB
  *     between them that is the same PSB+ (a longer run of 02 82 pairs, or
  *     its pattern inside a packet of it). ptscope may report a TIP.PGD
- *     and TIP.PGE right before the PSB that libipt does not: after the
- *     packet of an event, pt_qry_event reads ahead to the next packet a
- *     query needs (pt_qry_read_ahead), through the PSB+, and returns the
- *     PSB+'s error in place of the event;
+ *     and TIP.PGE, or an OVF and the FUP it resolves at, right before
+ *     the PSB that libipt does not: after the packet of an event,
+ *     pt_qry_event reads ahead to the next packet a query needs
+ *     (pt_qry_read_ahead), through the PSB+, and returns the PSB+'s error
+ *     in place of the event;
  *   - RULE_OVF_LASTIP: the FUP (or TIP.PGE) an overflow resolves at has
  *     an IP compressed against last-IP. "Any IP compression that follows
  *     the OVF is guaranteed to use as a reference LastIP the IP payload of
@@ -216,7 +217,8 @@
  *     size 16, EIP <- tempEIP AND 0000FFFFH): ptscope truncates it,
  *     libipt 2.0.5 does not. What follows is not compared. Where
  *     libipt's target is the IP of a FUP + TIP.PGD, it reports the
- *     [disabled] there and ptscope walks on below 64 KiB;
+ *     [disabled] there and ptscope walks on below 64 KiB; where no code
+ *     is mapped below 64 KiB, ptscope fails there (NOMAP);
  *   - RULE_OVF_IN_PSB: an OVF inside PSB+ and the PSBEND after it. "OVF
  *     also terminates PSB+" (SDM 36.4.2.18, pt-sgx-facts.md): ptscope
  *     passes over the PSBEND and resumes at the FUP or TIP.PGE after it
@@ -228,8 +230,9 @@
  *     (lost in the overflow). The FUP gives the IP the code got to (SDM
  *     36.4.2.6): ptscope walks there, then reports the overflow; libipt
  *     reports the overflow as soon as its query decoder meets it, before
- *     the walk. ptscope's walk to the FUP's IP is taken out and the rest
- *     compared as any other pair. When the damage put the FUP's IP off the
+ *     the walk. ptscope's walk to the FUP's IP (the instruction after
+ *     its last one, or the target of a direct JMP or CALL there) is taken
+ *     out and the rest compared as any other pair. When the damage put the FUP's IP off the
  *     walk, ptscope meets a branch that needs a packet first and fails
  *     at the FUP (TRACE_MISMATCH, as for RULE_FUP_AT_END); libipt goes on
  *     after the overflow.
@@ -1611,6 +1614,7 @@ static int ovf_ends_psb(const struct buf *trace, uint64_t off)
 
 struct fup_ovf {
 	uint64_t last;    /* the last instruction of a walk */
+	uint64_t target;  /* its direct JMP or CALL target, or 0 */
 	int after_fup;    /* right after a FUP (timing packets aside) */
 	uint64_t fup_ip;  /* its IP */
 };
@@ -1618,8 +1622,9 @@ struct fup_ovf {
 static int find_fup_ovf(const struct pts_packet *p, void *ctx)
 {
 	struct fup_ovf *f = ctx;
-	if (p->kind == PTS_PKT_OVF && f->after_fup && f->fup_ip > f->last &&
-	    f->fup_ip - f->last <= 15)
+	if (p->kind == PTS_PKT_OVF && f->after_fup &&
+	    ((f->fup_ip > f->last && f->fup_ip - f->last <= 15) ||
+	     (f->target && f->fup_ip == f->target)))
 		return 1;
 	if (timing_kind(p->kind))
 		return 0;
@@ -1628,12 +1633,28 @@ static int find_fup_ovf(const struct pts_packet *p, void *ctx)
 	return 0;
 }
 
-/* RULE_FUP_OVF: whether @trace has a FUP right before an OVF (timing
- * packets aside) whose IP is that of the instruction after @last (within
- * an instruction's 15 bytes). */
-static int fup_then_ovf(const struct buf *trace, uint64_t last)
+/* The target of the direct JMP or CALL at @ip in @img (64-bit), or 0 for
+ * any other instruction. */
+static uint64_t direct_target(const struct pts_image *img, uint64_t ip)
 {
-	struct fup_ovf f = {last, 0, 0};
+	struct pts_insn_classifier *cls = pts_insn_classifier_new();
+	struct pts_insn_info in;
+	uint64_t to = 0;
+	if (cls && pts_insn_decode(cls, img, 0, PTS_EXEC_64, ip, &in) > 0 &&
+	    (in.iclass == PTS_INSN_JMP || in.iclass == PTS_INSN_CALL))
+		to = in.target;
+	pts_insn_classifier_free(cls);
+	return to;
+}
+
+/* RULE_FUP_OVF: whether @trace has a FUP right before an OVF (timing
+ * packets aside) whose IP is where the code in @img goes after @last: the
+ * next instruction (within an instruction's 15 bytes), or the target of a
+ * direct JMP or CALL at @last. */
+static int fup_then_ovf(const struct pts_image *img, const struct buf *trace,
+			uint64_t last)
+{
+	struct fup_ovf f = {last, direct_target(img, last), 0, 0};
 	return each_packet(trace, find_fup_ovf, &f);
 }
 
@@ -1656,8 +1677,8 @@ static int fup_ends(const struct buf *trace)
 
 /* Whether tokens [@from, @to) of @t are all instructions, or with
  * @enables_too also the [enabled], [disabled] and [resumed] of TIP.PGE and
- * TIP.PGD packets (that libipt's query decoder read past, see
- * RULE_PSB_BACK). */
+ * TIP.PGD packets and the [overflow] of an OVF (that libipt's query
+ * decoder read past, see RULE_PSB_BACK). */
 static int only_walk(const struct pts_toks *t, size_t from, size_t to,
 		     int enables_too)
 {
@@ -1666,7 +1687,8 @@ static int only_walk(const struct pts_toks *t, size_t from, size_t to,
 		    !(enables_too &&
 		      (t->v[i] == PTS_TOK_EVENT(PTS_TOK_ENABLED) ||
 		       t->v[i] == PTS_TOK_EVENT(PTS_TOK_DISABLED) ||
-		       t->v[i] == PTS_TOK_EVENT(PTS_TOK_RESUMED))))
+		       t->v[i] == PTS_TOK_EVENT(PTS_TOK_RESUMED) ||
+		       t->v[i] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW))))
 			return 0;
 	return 1;
 }
@@ -1957,7 +1979,8 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			q++;
 		if (q > b->from + p && q < b->to &&
 		    ours->t.v[q] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-		    fup_then_ovf(c->trace, ours->t.v[q - 1])) {
+		    fup_then_ovf(c->b->img, c->trace,
+				 ours->t.v[q - 1])) {
 			tot->rules[RULE_FUP_OVF]++;
 			/* the pair is counted again without the walk */
 			tot->pairs--;
@@ -2025,6 +2048,16 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	if (b->end == END_ERROR && b->err == -PTS_ERR_BAD_INSN && la > lb &&
 	    lib->t.v[a->from + lb] == b->ip && invalid_in_64(c->b, b->ip)) {
 		tot->rules[RULE_INVALID_INSN]++;
+		return 0;
+	}
+	/* RULE_IP16 where no code is mapped at ptscope's truncated target:
+	 * ptscope fails there, libipt walks on at the untruncated one. */
+	if (b->end == END_ERROR && b->err == -PTS_ERR_NOMAP && la > lb &&
+	    !PTS_TOK_IS_EVENT(lib->t.v[a->from + lb]) &&
+	    lib->t.v[a->from + lb] > 0xffff &&
+	    (lib->t.v[a->from + lb] & 0xffff) == b->ip &&
+	    packet_in(c->trace, a->psb, b->off, mode16_kind)) {
+		tot->rules[RULE_IP16]++;
 		return 0;
 	}
 	if (a->end == END_EOS && b->end == END_EOS) {

@@ -38,14 +38,16 @@
  *   - a TIP.PGD right after MODE.TSX and its FUP binds to that FUP only
  *     for an abort;
  *   - a TIP.PGE where tracing stopped is a resume, but not after an
- *     overflow.
+ *     overflow;
+ *   - a CALL where tracing stops (TIP.PGD) pushes no return address.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
  * Code: 0x1000 jmp 0x2000; 0x2000 nop; 0x2001 ret;
  *       0x3000 nop; 0x3001 vmlaunch; 0x3004 vmresume;
  *       0x4000 jmp rax; 0x4002 je 0x4004; 0x4004 jmp rax;
- *       0x5000 syscall.
+ *       0x5000 syscall;
+ *       0x6000 call rax; 0x6002 call 0x6010; 0x6007 ret; 0x6010 ret.
  */
 #include "check.h"
 #include "hand_trace.h"
@@ -65,6 +67,9 @@ static const uint8_t code2[] = {0x90, 0xc3};
 static const uint8_t code3[] = {0x90, 0x0f, 0x01, 0xc2, 0x0f, 0x01, 0xc3};
 static const uint8_t code4[] = {0xff, 0xe0, 0x74, 0x00, 0xff, 0xe0};
 static const uint8_t code5[] = {0x0f, 0x05};
+static const uint8_t code6[] = {0xff, 0xd0, 0xe8, 0x09, 0x00, 0x00, 0x00,
+				0xc3, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
+				0x90, 0x90, 0xc3};
 static const struct {
 	const uint8_t *bytes;
 	size_t size;
@@ -75,6 +80,7 @@ static const struct {
 	{code3, sizeof(code3), 0x3000},
 	{code4, sizeof(code4), 0x4000},
 	{code5, sizeof(code5), 0x5000},
+	{code6, sizeof(code6), 0x6000},
 };
 #define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
 
@@ -899,6 +905,48 @@ static void binding_rules(void)
 			"E4000 4000 1000 2000 2001 D2000 ");
 }
 
+/* A CALL where tracing stops (TIP.PGD) pushes nothing: the RET after the
+ * next TIP.PGE that would return to it finds the stack empty. Whether
+ * hardware may compress such a RET is not documented (pt-sgx-facts.md
+ * 2.2, UNCONFIRMED); libipt 2.0.5 pushes nothing, ptscope did (found by
+ * diff_flow_damage seed 2561: a damaged TIP made an indirect CALL the
+ * branch of a TIP.PGD, and the stacks parted at a later RET). */
+static void call_disabled(void)
+{
+	struct pts_flow_config none = {0};
+	struct hand_trace t = {0};
+
+	/* CALL RAX at 0x6000 out of the filter range, back in at 0x6002:
+	 * the CALL there and the RET at 0x6010 pair; the RET at 0x6007 has
+	 * nothing to pop. */
+	start(&t, 0x6000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x7000);
+	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x6002);
+	ht_tnt(&t, 3, 2);
+	expect("indirect call at a disable", &t, &none,
+	       "E6000 6000 D7000 M6002 6002 6010 6007 R ", true);
+
+	/* The direct CALL at 0x6002 with the TIP.PGD at its target, back
+	 * there: the RET at 0x6010 has nothing to pop. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x6002);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x6010);
+	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x6010);
+	ht_tnt(&t, 1, 1);
+	expect("direct call at a disable", &t, &none,
+	       "E6002 6002 D6010 M6010 6010 R ", true);
+
+	/* Tracing on: the same CALLs push. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x6000);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x6002);
+	ht_tnt(&t, 3, 2);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x6010);
+	finish(&t);
+	expect("calls while on", &t, &none,
+	       "E6000 6000 6002 6010 6007 6002 D6010 ", true);
+}
+
 int main(void)
 {
 	skl014();
@@ -907,5 +955,6 @@ int main(void)
 	apl12();
 	apl11();
 	binding_rules();
+	call_disabled();
 	return pts_check_exit();
 }
