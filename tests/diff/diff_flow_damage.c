@@ -49,7 +49,9 @@
  *     decoded by ptscope: libipt's segment may end there. ptscope may
  *     fail later, past a PSB pattern libipt's byte scan sees but that
  *     lies inside a packet after the new one (no PSB: SDM 36.3.7 puts a
- *     PSB at packet boundaries only);
+ *     PSB at packet boundaries only), or past a real PSB: then ptscope
+ *     decodes the trace again from the PSB libipt syncs at next, and its
+ *     segment from there must agree with libipt's;
  *   - RULE_STATUS_EARLY: a PIP, MODE.Exec or VMCS that nothing can take
  *     (they bind to MOV CR3, VMPTRLD or a far transfer, SDM 36.4.2), a PTW
  *     with no PTWRITE on the way (SDM 36.4.2.21), or a
@@ -1892,6 +1894,36 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			const struct seg *a, const struct flow *ours,
 			const struct seg *b, struct totals *tot);
 
+/* RULE_NEW_PACKET past a PSB: libipt, stopped at @a's packet that it
+ * does not know, syncs at the next PSB, which ptscope's walk crosses with
+ * the state it had (pending TNT bits, return stack). ptscope decodes the
+ * trace again from that PSB (the bytes before it turned into PADs): its
+ * segment from there must agree with libipt's. */
+static int agree_from_next_psb(const struct dcase *c, const struct flow *lib,
+			       const struct seg *a, struct totals *tot)
+{
+	size_t i = (size_t)(a - lib->seg) + 1;
+	if (i >= lib->nseg)
+		return 0;
+	const struct seg *next = &lib->seg[i];
+	struct buf padded = {malloc(c->trace->n), c->trace->n, c->trace->n};
+	if (!padded.p)
+		abort();
+	memset(padded.p, 0, next->psb);
+	memcpy(padded.p + next->psb, c->trace->p + next->psb,
+	       c->trace->n - next->psb);
+	struct flow again = {0};
+	int bad_psb, ok = 0;
+	run_ptscope(c->b, &padded, c->seed, &again, &bad_psb);
+	struct dcase c2 = *c;
+	c2.trace = &padded;
+	if (again.nseg > 0 && again.seg[0].psb == next->psb)
+		ok = !compare_pair(&c2, lib, next, &again, &again.seg[0], tot);
+	flow_free(&again);
+	free(padded.p);
+	return ok;
+}
+
 /* compare_pair() with ptscope's tokens [@from, @to) of segment @b taken
  * out. */
 static int compare_without(const struct dcase *c, const struct flow *lib,
@@ -2167,7 +2199,8 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			if (a->end == END_ERROR && a->err == -pte_bad_opc &&
 			    a->off < b->off && la <= lb &&
 			    packet_in(c->trace, a->off, a->off, new_kind) &&
-			    !packet_in(c->trace, a->off, b->off, psb_kind)) {
+			    (!packet_in(c->trace, a->off, b->off, psb_kind) ||
+			     agree_from_next_psb(c, lib, a, tot))) {
 				tot->rules[RULE_NEW_PACKET]++;
 				return 0;
 			}
