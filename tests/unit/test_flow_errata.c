@@ -39,7 +39,8 @@
  *     for an abort;
  *   - a TIP.PGE where tracing stopped is a resume, but not after an
  *     overflow;
- *   - a CALL where tracing stops (TIP.PGD) pushes no return address.
+ *   - a CALL where tracing stops (TIP.PGD) pushes no return address;
+ *   - an OVF empties the return stack (libipt 2.0.5 keeps it).
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn with
  * the same CPU: the flows must agree (instructions, enabled/disabled/
  * overflow events, errors).
@@ -905,13 +906,14 @@ static void binding_rules(void)
 			"E4000 4000 1000 2000 2001 D2000 ");
 }
 
-/* A CALL where tracing stops (TIP.PGD) pushes nothing: the RET after the
- * next TIP.PGE that would return to it finds the stack empty. Whether
- * hardware may compress such a RET is not documented (pt-sgx-facts.md
- * 2.2, UNCONFIRMED); libipt 2.0.5 pushes nothing, ptscope did (found by
- * diff_flow_damage seed 2561: a damaged TIP made an indirect CALL the
- * branch of a TIP.PGD, and the stacks parted at a later RET). */
-static void call_disabled(void)
+/* The return stack. A CALL where tracing stops (TIP.PGD) pushes nothing:
+ * the RET after the next TIP.PGE that would return to it finds the stack
+ * empty. Whether hardware may compress such a RET is not documented
+ * (pt-sgx-facts.md 2.2, UNCONFIRMED); libipt 2.0.5 pushes nothing,
+ * ptscope did (found by diff_flow_damage seed 2561: a damaged TIP made an
+ * indirect CALL the branch of a TIP.PGD, and the stacks parted at a later
+ * RET). An OVF empties the stack. */
+static void return_stack(void)
 {
 	struct pts_flow_config none = {0};
 	struct hand_trace t = {0};
@@ -945,6 +947,21 @@ static void call_disabled(void)
 	finish(&t);
 	expect("calls while on", &t, &none,
 	       "E6000 6000 6002 6010 6007 6002 D6010 ", true);
+
+	/* An OVF between a CALL and its RET: no RET is compressed across
+	 * an overflow (SDM 36.4.2.16), so ptscope forgets the CALL RAX at
+	 * 0x6000 and the RET at 0x6007 has nothing to pop. libipt 2.0.5 keeps
+	 * its stack (pt_insn_process_overflow) and pops 0x6002
+	 * (diff_flow_damage seed 4016, RULE_RET_STACKS). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x6000);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x6002);
+	ht_tnt(&t, 1, 1);
+	ht_put_kind(&t, PTS_PKT_OVF);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x6007);
+	ht_tnt(&t, 1, 1);
+	expect("ret after an overflow", &t, &none,
+	       "E6000 6000 6002 6010 O6007 6007 R ", false);
 }
 
 int main(void)
@@ -955,6 +972,6 @@ int main(void)
 	apl12();
 	apl11();
 	binding_rules();
-	call_disabled();
+	return_stack();
 	return pts_check_exit();
 }
