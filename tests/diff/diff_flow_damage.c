@@ -249,7 +249,7 @@
  *     goes on; libipt binds it to the next FUP and fails at a TIP or TNT
  *     in its place (-pte_bad_query).
  *
- * With the default seed and with seeds 1-4400 every case agrees or parts by
+ * With the default seed and with seeds 1-5400 every case agrees or parts by
  * one of these rules. CI runs the seeds tests/diff/meson.build lists.
  *
  * A failure prints the trace, the case (TRACE:MUT), the mutation with its
