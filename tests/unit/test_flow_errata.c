@@ -913,6 +913,21 @@ static void binding_rules(void)
  * ptscope did (found by diff_flow_damage seed 2561: a damaged TIP made an
  * indirect CALL the branch of a TIP.PGD, and the stacks parted at a later
  * RET). An OVF empties the stack. */
+static void call_at_disable(const char *label, uint64_t call, uint64_t pgd,
+			    uint64_t pge, unsigned rets, const char *want)
+{
+	struct pts_flow_config none = {0};
+	struct hand_trace t = {0};
+
+	/* Tracing on at the CALL, off there, on again at @pge; then @rets
+	 * compressed RETs. */
+	start(&t, call);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, pgd);
+	ht_put_ip(&t, PTS_PKT_TIP_PGE, pge);
+	ht_tnt(&t, (1u << rets) - 1, rets);
+	expect(label, &t, &none, want, true);
+}
+
 static void return_stack(void)
 {
 	struct pts_flow_config none = {0};
@@ -921,25 +936,14 @@ static void return_stack(void)
 	/* CALL RAX at 0x6000 out of the filter range, back in at 0x6002:
 	 * the CALL there and the RET at 0x6010 pair; the RET at 0x6007 has
 	 * nothing to pop. */
-	start(&t, 0x6000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x7000);
-	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x6002);
-	ht_tnt(&t, 3, 2);
-	expect("indirect call at a disable", &t, &none,
-	       "E6000 6000 D7000 M6002 6002 6010 6007 R ", true);
-
+	call_at_disable("indirect call at a disable", 0x6000, 0x7000, 0x6002,
+			2, "E6000 6000 D7000 M6002 6002 6010 6007 R ");
 	/* The direct CALL at 0x6002 with the TIP.PGD at its target, back
 	 * there: the RET at 0x6010 has nothing to pop. */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0x6002);
-	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0x6010);
-	ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x6010);
-	ht_tnt(&t, 1, 1);
-	expect("direct call at a disable", &t, &none,
-	       "E6002 6002 D6010 M6010 6010 R ", true);
+	call_at_disable("direct call at a disable", 0x6002, 0x6010, 0x6010, 1,
+			"E6002 6002 D6010 M6010 6010 R ");
 
 	/* Tracing on: the same CALLs push. */
-	memset(&t, 0, sizeof(t));
 	start(&t, 0x6000);
 	ht_put_ip(&t, PTS_PKT_TIP, 0x6002);
 	ht_tnt(&t, 3, 2);
