@@ -24,10 +24,13 @@
  *
  * Skimming (pts_pkt_skim_batch(), `windows`) walks the same blocks: the
  * runs are made of the one-byte kinds the caller skips and summed up at the
- * end of each block, the other packets are decoded one by one and kept,
- * summed up or collected for the caller's hook (handed on at the end of
- * each block) without a branch on their kind. Each is decoded straight
- * into its place, chosen by the kind its first byte gives.
+ * end of each block. With VBMI, a block is first walked as counting walks
+ * it while its packets are only summed up or handed on (count_skimmed():
+ * their kinds come from byte permutes, their sums from masks); from the
+ * first other packet on, and on AVX2 alone, the packets are decoded one by
+ * one and kept, summed up or collected for the caller's hook (handed on at
+ * the end of each block) without a branch on their kind. Each is decoded
+ * straight into its place, chosen by the kind its first byte gives.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
  * read a block's sizes right after the stores that made them (the loads
@@ -56,6 +59,23 @@ struct block {
 	 * and step[j], run[j] plus the size of the packet after them, so
 	 * that the walk waits on one load a step (10% faster). */
 	uint8_t run[BLOCK], step[BLOCK];
+	/* Skimming with VBMI, by the kind each byte's packet would have
+	 * (enum skim_class): the packets a skim must take one by one (kept,
+	 * or not sized here), those handed on, those summed up, TIPs, TIPs
+	 * with an IP, long TNTs summed up. */
+	uint64_t slow, call, skip, tip, tip_ip, tnt64;
+};
+
+/* What skimming does with a kind, as far as the counted walk of a block
+ * (walk()) goes: bits of struct walk_out.classes[kind]. Kinds that are
+ * neither SUMMED nor CALLED end the counted walk, as do TNT-8s (they come
+ * in runs when skipped). */
+enum skim_class {
+	SC_SUMMED = 1, /* skipped: only counted */
+	SC_CALLED = 2, /* handed on */
+	SC_TIP = 4,    /* a skipped TIP (SUMMED too) */
+	SC_TNT64 = 8   /* a skipped long TNT (SUMMED where the block finds
+			  one, not at every 02) */
 };
 
 /* Which one-byte kinds make the runs the walk crosses in one step. */
@@ -114,13 +134,46 @@ static PTS_VBMI inline __m512i runs_from(__m512i a, __m512i *b)
 	return a;
 }
 
+/* Skimming: the class masks of the block of bytes @v, whose packets
+ * would have sizes @size (0: not sized here) and which has long TNTs at
+ * @tnt64, by the kind of each byte (two byte permutes of tab->kind) and
+ * its class (a permute of @classes, enum skim_class by kind). */
+static PTS_VBMI inline void classify_vbmi(struct block *k, __m512i v,
+					  __m512i size, uint64_t tnt64,
+					  const struct pts_fast_tab *tab,
+					  const uint8_t *classes)
+{
+	const __m512i t0 = _mm512_loadu_si512((const void *)tab->kind);
+	const __m512i t1 = _mm512_loadu_si512((const void *)(tab->kind + 64));
+	const __m512i t2 = _mm512_loadu_si512((const void *)(tab->kind + 128));
+	const __m512i t3 = _mm512_loadu_si512((const void *)(tab->kind + 192));
+	const __m512i kind = _mm512_mask_blend_epi8(
+		_mm512_movepi8_mask(v), _mm512_permutex2var_epi8(t0, v, t1),
+		_mm512_permutex2var_epi8(t2, v, t3));
+	const __m512i cls = _mm512_permutexvar_epi8(
+		kind, _mm512_loadu_si512((const void *)classes));
+	/* the kind says TNT64 for every 02, a long TNT only where 02 a3 */
+	const uint64_t t64 =
+		_mm512_test_epi8_mask(cls, _mm512_set1_epi8(SC_TNT64)) & tnt64;
+	const uint64_t unsized =
+		_mm512_cmpeq_epi8_mask(size, _mm512_setzero_si512());
+
+	k->call = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(SC_CALLED));
+	k->skip = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(SC_SUMMED)) | t64;
+	k->tip = _mm512_test_epi8_mask(cls, _mm512_set1_epi8(SC_TIP));
+	/* IPBytes (bits 7:5) 0: the IP is suppressed */
+	k->tip_ip = k->tip & _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8(0x20));
+	k->tnt64 = t64;
+	k->slow = ~(k->call | k->skip) | unsized;
+}
+
 /* The block at @p (which has 80 bytes: a packet at byte 63 may reach
  * 16 bytes on), by AVX-512: masks by compares, sizes by two 128-entry
  * byte permutes and a blend on bit 7, the CYCs with Exp set by the runs of
  * continuation bytes for every byte at once. */
 static PTS_VBMI void prepare_vbmi(struct block *k, const uint8_t *p,
 				  const struct pts_fast_tab *tab,
-				  unsigned runs_of)
+				  unsigned runs_of, const uint8_t *classes)
 {
 	const __m512i v = _mm512_loadu_si512((const void *)p);
 	/* bytes 64..79; the rest may be past the view, so not read */
@@ -161,6 +214,8 @@ static PTS_VBMI void prepare_vbmi(struct block *k, const uint8_t *p,
 		size, cycx & _mm512_cmplt_epu8_mask(more, _mm512_set1_epi8(8)),
 		more, _mm512_set1_epi8(2));
 	size = _mm512_mask_mov_epi8(size, tnt64, _mm512_set1_epi8(8));
+	if (classes)
+		classify_vbmi(k, v, size, tnt64, tab, classes);
 
 	/* run[] by the same doubling up to 64, zeros past the block; step[]
 	 * adds the size at j + run[j] (0 at 64: the zero vector) */
@@ -293,10 +348,11 @@ static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
  * @runs_of says. */
 static PTS_AVX2 inline void prepare(struct block *k, const uint8_t *p,
 				    const struct pts_fast_tab *tab,
-				    unsigned runs_of, const int vbmi)
+				    unsigned runs_of, const uint8_t *classes,
+				    const int vbmi)
 {
 	if (vbmi)
-		prepare_vbmi(k, p, tab, runs_of);
+		prepare_vbmi(k, p, tab, runs_of, classes);
 	else
 		prepare_avx2(k, p, tab, runs_of);
 }
@@ -411,6 +467,8 @@ struct walk_out {
 	const struct pts_skim_call *call;
 	struct pts_packet *calls;
 	int ncalls;
+	/* Skimming with VBMI: enum skim_class by kind (64 entries). */
+	const uint8_t *classes;
 };
 
 /* Skimming: where the packet at @q goes, by the kind its first byte
@@ -500,6 +558,81 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 	return n;
 }
 
+/* Skimming with VBMI: the packets of block @k (at @b, stream offset @off)
+ * from *@i on, walked as counting walks them (a step waits on one load;
+ * the runs crossed go to *@runs, the last IP to *@lip), as long as each is
+ * summed up or handed on. Their sums come from the block's class masks,
+ * the packets handed on are decoded afterwards from their positions. Stops
+ * at the first packet that skim_one() must take (then *@i is where it
+ * starts); returns 1 when it got to the end of the block instead. @dend:
+ * the end of the view. */
+static PTS_AVX2 PTS_ALWAYS_INLINE int
+count_skimmed(const struct pts_fast_tab *tab, struct walk_out *w,
+	      const struct block *k, const uint8_t *b, const uint8_t *dend,
+	      unsigned *ip, uint64_t *lipp, uint64_t *runsp, uint64_t off)
+{
+	uint64_t starts = 0, lip = *lipp, runs = *runsp, tip_lip = 0;
+	unsigned i = *ip;
+	int end = 0;
+
+	for (;;) {
+		unsigned r, n;
+
+		run_at(k, i, &r, &n, 1);
+		runs |= _bzhi_u64(~0ull, r) << i;
+		i += r;
+		if (i >= BLOCK) {
+			end = 1;
+			break;
+		}
+		const uint8_t *const q = b + i;
+		const uint64_t raw = pts_load_le64(q + 1);
+
+		if ((k->slow >> i & 1) || tnt64_bad(q, raw))
+			break;
+		starts |= 1ull << i;
+		lip = ((lip ^ raw) & tab->ops[q[0]].keep) ^ raw;
+		/* other packets summed or handed on may carry IPs too */
+		tip_lip = (k->tip_ip >> i & 1) ? lip : tip_lip;
+		i += n;
+		if (i >= BLOCK) {
+			end = 1;
+			break;
+		}
+	}
+	const uint64_t summed = starts & k->skip, tips = starts & k->tip;
+
+	w->sum.packets += (uint64_t)_mm_popcnt_u64(summed);
+	w->sum.tips += (uint64_t)_mm_popcnt_u64(tips);
+	if (starts & k->tip_ip) {
+		w->sum.last_ip = tip_lip;
+		w->sum.has_ip = 1;
+	}
+	for (uint64_t m = starts & k->tnt64; m; m &= m - 1) {
+		const uint8_t *const q = b + _tzcnt_u64(m);
+
+		w->sum.tnt_packets++;
+		w->sum.tnt_bits += pts_top_bit(pts_load_le64(q + 2) &
+					       0xffffffffffffull);
+	}
+	for (uint64_t m = starts & k->call; m; m &= m - 1) {
+		const unsigned j = (unsigned)_tzcnt_u64(m);
+		const uint8_t *const q = b + j;
+		uint64_t hdr, w1, scratch_lip = lip;
+		uint8_t bk = 0;
+
+		/* not in a run: its step is its size */
+		decode_one(tab, q, pts_load_le64(q + 1), k->step[j], dend,
+			   off + j, &scratch_lip, &bk, w->calls + w->ncalls,
+			   &hdr, &w1);
+		w->ncalls++;
+	}
+	*ip = i;
+	*lipp = lip;
+	*runsp = runs;
+	return end;
+}
+
 /* The walk, inlined with @vbmi and @skimming constant: counting (only
  * @w->counts[kind] += 1 for each packet; the runs are of all one-byte
  * kinds) or skimming (the runs are of the one-byte kinds skipped). */
@@ -532,14 +665,20 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 	int got = 0, stop = 0, cur = 0;
 	struct block ks[2]; /* the block and the next one */
 
+	const uint8_t *const classes = skimming && vbmi ? w->classes : NULL;
+
 	if (!walkable(b, dend, max))
 		return 0;
-	prepare(&ks[0], b, tab, runs_of, vbmi);
+	prepare(&ks[0], b, tab, runs_of, classes, vbmi);
 	while (!stop && walkable(b, dend, max - got)) {
 		const struct block *const k = &ks[cur];
 		uint64_t runs = 0; /* the one-byte packets crossed */
 
-		prepare(&ks[cur ^ 1], b + BLOCK, tab, runs_of, vbmi);
+		prepare(&ks[cur ^ 1], b + BLOCK, tab, runs_of, classes, vbmi);
+		if (classes &&
+		    count_skimmed(tab, w, k, b, dend, &i, &lip, &runs,
+				  *offp + (uint64_t)(b - start)))
+			goto block_end;
 		for (;;) {
 			unsigned r, n;
 			const uint8_t *q;
@@ -597,6 +736,7 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			if (stop || i >= BLOCK)
 				break;
 		}
+	block_end:
 		if (skimming) {
 			w->sum.packets += (uint64_t)_mm_popcnt_u64(runs);
 			w->sum.tnt_packets +=
@@ -658,15 +798,44 @@ static int walk_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 	}
 }
 
+_Static_assert(PTS_PKT_KIND_COUNT <= 64, "kinds index a 64-byte permute");
+
+/* enum skim_class of each kind by @actions. */
+static void skim_classes(uint8_t *classes, const uint8_t *actions)
+{
+	memset(classes, 0, 64);
+	for (int kind = 0; kind < PTS_PKT_KIND_COUNT; kind++) {
+		const uint8_t a = actions[kind];
+
+		if (kind == PTS_PKT_TNT8)
+			continue; /* in runs when skipped */
+		/* a packet handed on is decoded after the walk, so with an
+		 * IP only by the walk */
+		const int has_ip = kind == PTS_PKT_TIP ||
+				   kind == PTS_PKT_TIP_PGE ||
+				   kind == PTS_PKT_TIP_PGD || kind == PTS_PKT_FUP;
+
+		classes[kind] = a == PTS_SKIM_CALL ? (has_ip ? 0 : SC_CALLED)
+				: a != PTS_SKIM_SKIP ? 0
+				: kind == PTS_PKT_TIP ? SC_SUMMED | SC_TIP
+				: kind == PTS_PKT_TNT64 ? SC_TNT64
+							: SC_SUMMED;
+	}
+}
+
 int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			 uint64_t *off, uint64_t *lip, uint8_t *blk,
 			 struct pts_packet *out, int max,
 			 const struct pts_skim_ctx *skim, int *stop)
 {
 	struct pts_packet calls[BLOCK];
-	struct walk_out w = {NULL,  out,	 skim->actions,
-			     *skim->sum, stop, skim->call,
-			     skim->call ? calls : NULL, 0};
+	uint8_t classes[64];
+	struct walk_out w = {NULL,	 out,	     skim->actions,
+			     *skim->sum, stop,	     skim->call,
+			     skim->call ? calls : NULL, 0,
+			     classes};
+
+	skim_classes(classes, skim->actions);
 	const int got = walk_blocks(tab, in, off, lip, blk, &w, max);
 
 	*skim->sum = w.sum;
@@ -694,7 +863,7 @@ int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,
 			  uint64_t *counts, int max)
 {
-	struct walk_out w = {counts, NULL, NULL, {0}, NULL, NULL, NULL, 0};
+	struct walk_out w = {counts, NULL, NULL, {0}, NULL, NULL, NULL, 0, NULL};
 
 	return walk_blocks(tab, in, off, lip, blk, &w, max);
 }

@@ -162,6 +162,8 @@ static inline unsigned pts_fast_cyc_long(const uint8_t *p, uint64_t *value)
 void pts_fast_init(struct pts_fast_tab *tab, int skd007)
 {
 	pts_fast_table(tab->ops, tab->size);
+	for (int b = 0; b < 256; b++)
+		tab->kind[b] = (uint8_t)tab->ops[b].hdr;
 	tab->skd007 = (uint8_t)(skd007 != 0);
 	tab->blocks = (uint8_t)pts_fast_blocks_supported();
 }

@@ -189,6 +189,9 @@ struct pts_fast_tab {
 	 * decode. Apart from ops[], so that the next packet's position waits
 	 * on one load without index scaling. */
 	uint8_t size[256];
+	/* The kind by first byte (of ops[].hdr; for the 02 of any extended
+	 * packet, TNT64), for byte permutes. */
+	uint8_t kind[256];
 	uint8_t skd007; /* SKD007 applies: 2-byte CYCs ending in 02 */
 	uint8_t blocks; /* enum pts_blocks: how decoder_blocks.c runs here */
 };
