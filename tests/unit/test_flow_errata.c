@@ -561,6 +561,24 @@ static void tsx_then_pgd(bool abort, bool tnt, const char *label,
 	expect(label, &t, &none, want, libipt_same);
 }
 
+/* An interrupt (FUP + TIP to 0x2000) at the instruction after an
+ * indirect jump's target, the FUP right after the jump's TIP; with
+ * @behind_tnt that TIP comes after a TNT bit (for the JE after the jump).
+ * Both decoders take the pair there (checked while settling damage seed
+ * 6310, where libipt had bound such a FUP to an earlier MWAIT). */
+static void fup_right_after_tip(bool behind_tnt, const char *label,
+				const char *want)
+{
+	struct hand_trace t = {0};
+	start(&t, 0x4000);
+	if (behind_tnt)
+		ht_tnt(&t, 1, 1);
+	ht_put_ip(&t, PTS_PKT_TIP, behind_tnt ? 0x4002 : 0x3000);
+	ht_put_ip(&t, PTS_PKT_FUP, behind_tnt ? 0x4004 : 0x3001);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x2000);
+	disable_and_expect(&t, label, want, true);
+}
+
 static void binding_rules(void)
 {
 	struct pts_flow_config none = {0};
@@ -575,6 +593,11 @@ static void binding_rules(void)
 	finish(&t);
 	expect("tip deferral", &t, &none, "E4000 4000 4002 4004 D4000 ",
 	       true);
+
+	fup_right_after_tip(false, "fup right after a tip",
+			    "E4000 4000 3000 2000 2001 D1000 ");
+	fup_right_after_tip(true, "fup after a deferred tip",
+			    "E4000 4000 4002 2000 2001 D1000 ");
 
 	/* MODE.Exec before the TIP of the RET at 0x2001: both stop there,
 	 * ptscope with the mismatch; libipt takes MODE.Exec and TIP as one
