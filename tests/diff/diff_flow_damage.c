@@ -2210,8 +2210,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	/* RULE_MWAIT: likewise at the packet after an MWAIT */
 	int mwait = a->end == END_ERROR && a->err == -pte_bad_query &&
 		    la <= lb && (b->end == END_EOS || b->off > a->off) &&
-		    (kind_before(c->trace, a->off) == PTS_PKT_MWAIT ||
-		     fup_taken_by_mwait(c->trace, a->off));
+		    kind_before(c->trace, a->off) == PTS_PKT_MWAIT;
 	int lib_early = timing	   ? RULE_TIMING
 			: mode_pgd ? RULE_MODE_AT_PGD
 			: mwait	   ? RULE_MWAIT
