@@ -67,15 +67,15 @@ struct block {
 };
 
 /* What skimming does with a kind, as far as the counted walk of a block
- * (walk()) goes: bits of struct walk_out.classes[kind]. Kinds that are
- * neither SUMMED nor CALLED end the counted walk, as do TNT-8s (they come
- * in runs when skipped). */
+ * (count_skimmed()) goes: bits of struct walk_out.classes[kind]. A packet
+ * of a kind with none of these bits ends the counted walk; so do TNT-8s,
+ * which come in runs when skipped, and a 02 that is not a long TNT. */
 enum skim_class {
 	SC_SUMMED = 1, /* skipped: only counted */
 	SC_CALLED = 2, /* handed on */
 	SC_TIP = 4,    /* a skipped TIP (SUMMED too) */
-	SC_TNT64 = 8   /* a skipped long TNT (SUMMED where the block finds
-			  one, not at every 02) */
+	SC_TNT64 = 8   /* a skipped long TNT (summed where the block finds
+			  one: the kind says TNT64 for every 02) */
 };
 
 /* Which one-byte kinds make the runs the walk crosses in one step. */
