@@ -7,6 +7,8 @@
  * once (cheap, and no block can be referenced across a flush point). */
 #include "internal.h"
 
+#include <ptscope/coverage.h>
+
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <stdlib.h>
@@ -38,6 +40,12 @@ struct pts_block_cache {
 	size_t mask;           /* table size - 1 */
 	size_t count;
 	uint64_t built;
+	/* Nodes [1, nnodes) and their blocks (pts_node). */
+	struct pts_node *nodes;
+	struct pts_block **node_blocks;
+	uint32_t nnodes, capnodes, capblocks;
+	struct pts_node_extra *extras; /* [1, nextras) */
+	uint32_t nextras, capextras;
 	/* Scratch for one block while it is decoded. */
 	uint64_t ips[PTS_BLOCK_MAX_INSNS];
 	uint8_t sizes[PTS_BLOCK_MAX_INSNS];
@@ -53,6 +61,7 @@ struct pts_block_cache *pts_block_cache_new(size_t bytes)
 	c->limit = bytes ? bytes : DEFAULT_BYTES;
 	c->mask = 4095;
 	c->table = calloc(c->mask + 1, sizeof(*c->table));
+	c->nnodes = c->nextras = 1;
 	if (!c->table) {
 		free(c);
 		return NULL;
@@ -76,6 +85,9 @@ void pts_block_cache_free(struct pts_block_cache *cache)
 	free_chunks(cache->chunks);
 	free_chunks(cache->spare);
 	free(cache->table);
+	free(cache->nodes);
+	free(cache->node_blocks);
+	free(cache->extras);
 	free(cache);
 }
 
@@ -91,11 +103,83 @@ void pts_block_cache_flush(struct pts_block_cache *cache)
 	memset(cache->table, 0, (cache->mask + 1) * sizeof(*cache->table));
 	cache->count = 0;
 	cache->bytes = 0;
+	cache->nnodes = cache->nextras = 1;
 }
 
 bool pts_block_cache_full(const struct pts_block_cache *cache)
 {
 	return cache->bytes >= cache->limit;
+}
+
+struct pts_node *pts_block_cache_nodes(struct pts_block_cache *cache)
+{
+	return cache->nodes;
+}
+
+struct pts_block *pts_block_cache_node_block(
+	const struct pts_block_cache *cache, uint32_t id)
+{
+	return cache->node_blocks[id];
+}
+
+struct pts_node_extra *pts_block_cache_extras(struct pts_block_cache *cache)
+{
+	return cache->extras;
+}
+
+/* Room for @more elements of @size in the array *@arr of *@cap, which
+ * grows by doubling (from 4096) and counts against the bound. */
+static bool reserve(struct pts_block_cache *c, void **arr, uint32_t *cap,
+		    uint32_t used, uint32_t more, size_t size)
+{
+	if (used + more <= *cap)
+		return true;
+	uint32_t ncap = *cap ? *cap : 4096;
+	while (ncap < used + more)
+		ncap *= 2;
+	void *p = realloc(*arr, (size_t)ncap * size);
+	if (!p)
+		return false;
+	*arr = p;
+	c->bytes += (ncap - *cap) * size;
+	*cap = ncap;
+	return true;
+}
+
+/* The node of @b, with its extras. False on no memory. */
+static bool add_node(struct pts_block_cache *c, struct pts_block *b)
+{
+	uint32_t nx = b->nsegs + (b->last_class == PTS_INSN_CALL_IND);
+	if (!reserve(c, (void **)&c->nodes, &c->capnodes, c->nnodes, 1,
+		     sizeof(*c->nodes)) ||
+	    !reserve(c, (void **)&c->node_blocks, &c->capblocks, c->nnodes, 1,
+		     sizeof(*c->node_blocks)) ||
+	    !reserve(c, (void **)&c->extras, &c->capextras, c->nextras, nx,
+		     sizeof(*c->extras)))
+		return false;
+	b->node = c->nnodes++;
+	c->nodes[b->node] = (struct pts_node){
+		.ip = b->ip,
+		.src_half = pts_cov_edge_hash(b->last_ip, 0),
+		.dst_half = pts_cov_edge_hash(0, b->ip),
+		.extra = nx ? c->nextras : 0,
+		.n1 = (uint8_t)(b->n - 1),
+		.last_class = b->last_class,
+		.nsegs = b->nsegs,
+	};
+	c->node_blocks[b->node] = b;
+	for (unsigned k = 0; k < b->nsegs; k++) {
+		uint32_t e = b->segs[k] & PTS_SEG_INDEX;
+		c->extras[c->nextras++] = (struct pts_node_extra){
+			.ret = b->segs[k] & PTS_SEG_PUSH
+				       ? b->ips[e] + b->sizes[e] : 0,
+			.hash = pts_cov_edge_hash(b->ips[e], b->ips[e + 1]),
+		};
+	}
+	if (b->last_class == PTS_INSN_CALL_IND)
+		c->extras[c->nextras++] =
+			(struct pts_node_extra){.ret = b->next};
+	return true;
 }
 
 uint64_t pts_block_cache_built(const struct pts_block_cache *cache)
@@ -290,7 +374,7 @@ int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
 	if (!b)
 		return -PTS_ERR_NOMEM;
 	memset(b, 0, sizeof(*b));
-	b->seglink = (struct pts_block **)(b->ips + nn);
+	b->seglink = pts_block_seglink(b, (uint32_t)nn, 0);
 	memset(b->seglink, 0, ns * sizeof(struct pts_block *));
 	b->segs = (uint16_t *)(b->seglink + ns);
 	b->sizes = (uint8_t *)(b->segs + ns);
@@ -310,6 +394,8 @@ int pts_block_get(struct pts_block_cache *cache, const struct pts_image *img,
 	b->last_ip = cache->ips[n - 1];
 	b->next = b->last_ip + cache->sizes[n - 1];
 	b->id = pts_run_id_new();
+	if (!add_node(cache, b))
+		return -PTS_ERR_NOMEM;
 	b->hnext = cache->table[s];
 	cache->table[s] = b;
 	cache->count++;

@@ -38,4 +38,11 @@ static inline void pts_cov_block(struct pts_flow *f, const struct pts_block *b)
 	c->pending = is_branch(b->last_class);
 }
 
+/* Walks on from @b (the block at f->ip, not yet delivered) through the
+ * dense nodes while each block's packet is at hand and edges only go to
+ * the bitmap (cov_fast.c). Returns false when it took nothing (the walker
+ * goes on with @b), else true with f->ip (and f->link) at the next block,
+ * or the trace ended, or f->ip where a lookup failed. */
+bool pts_cov_walk_fast(struct pts_flow *f, struct pts_block *b);
+
 #endif

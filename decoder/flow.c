@@ -28,6 +28,7 @@ static void trace_state_init(struct pts_flow *f)
 	f->rs_top = f->rs_len = 0;
 	memset(f->hint_ip, 0, sizeof(f->hint_ip));
 	memset(f->hint_link, 0, sizeof(f->hint_link));
+	memset(f->hint_extra, 0, sizeof(f->hint_extra));
 	f->hint_top = 0;
 	f->idle = 0;
 	f->psb_was_enabled = f->psb_have_fup = f->psb_stop = false;
@@ -311,43 +312,9 @@ void pts_flow_end_here(struct pts_flow *f)
 	end_of_trace(f, f->ip);
 }
 
-/* Pushes return address @ip; @link (may be NULL) is the link that will
- * remember the block there (the calling block's fall-through). */
-static void push_ret(struct pts_flow *f, uint64_t ip, struct pts_block **link)
-{
-	f->rs_top = (f->rs_top + 1) % RETSTACK_SIZE;
-	f->retstack[f->rs_top] = ip;
-	f->retlink[f->rs_top] = link;
-	f->hint_top = (f->hint_top + 1) % RETSTACK_SIZE;
-	f->hint_ip[f->hint_top] = ip;
-	f->hint_link[f->hint_top] = link;
-	if (f->rs_len < RETSTACK_SIZE)
-		f->rs_len++; /* else the oldest entry is overwritten */
-}
 
-static void load_tnt(struct pts_flow *f)
-{
-	const struct pts_packet *p = pts_flow_pop(f);
-	f->tnt_bits = p->u.tnt.bits;
-	f->tnt_count = p->u.tnt.count;
-	f->tnt_offset = p->offset;
-}
 
-/* The return addresses of the calls @b follows, in order. */
-static void push_calls(struct pts_flow *f, struct pts_block *b)
-{
-	for (unsigned k = 0; k < b->nsegs; k++) {
-		uint32_t e = b->segs[k] & PTS_SEG_INDEX;
-		if (b->segs[k] & PTS_SEG_PUSH)
-			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
-	}
-}
 
-static int take_tnt(struct pts_flow *f)
-{
-	f->tnt_count--;
-	return (int)((f->tnt_bits >> f->tnt_count) & 1);
-}
 
 /* A TIP.PGD binds to the instruction at @ip: tracing stops there.
  * @resume is where libipt expects tracing to resume (its decoder IP after
@@ -416,7 +383,7 @@ static int need_tnt(struct pts_flow *f, uint64_t ip)
 		const struct pts_packet *h = pts_flow_peek(f, 0);
 		if (h && (h->kind == PTS_PKT_TNT8 || h->kind == PTS_PKT_TNT64) &&
 		    h->u.tnt.count) {
-			load_tnt(f);
+			pts_flow_load_tnt(f);
 		} else if (h && h->kind == PTS_PKT_TIP_PGD) {
 			disable_at(f, ip, 0); /* libipt: no next IP */
 			return -1;
@@ -425,7 +392,7 @@ static int need_tnt(struct pts_flow *f, uint64_t ip)
 			return -1;
 		}
 	}
-	return take_tnt(f);
+	return pts_flow_take_tnt(f);
 }
 
 /* Packets that precede the TIP of a far branch or an async event: PIP,
@@ -483,7 +450,7 @@ static bool need_tip(struct pts_flow *f, uint64_t ip, uint64_t resume,
 	    h->u.tnt.count) {
 		const struct pts_packet *tip = pts_flow_peek(f, 1);
 		if (tip && tip->kind == PTS_PKT_TIP) {
-			load_tnt(f);
+			pts_flow_load_tnt(f);
 			h = pts_flow_peek(f, 0);
 		}
 	}
@@ -578,7 +545,7 @@ static void nonbranch(struct pts_flow *f, const struct pts_block *b,
 /* A compressed return at @ip: a taken bit, the target from the stack. */
 static void compressed_ret(struct pts_flow *f, uint64_t ip)
 {
-	if (!take_tnt(f)) {
+	if (!pts_flow_take_tnt(f)) {
 		pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, ip);
 		return;
 	}
@@ -594,13 +561,6 @@ static void compressed_ret(struct pts_flow *f, uint64_t ip)
 		f->ip &= 0xffffffff;
 }
 
-/* Pops the hint stack (any return); returns the index popped. */
-static unsigned pop_hint(struct pts_flow *f)
-{
-	unsigned t = f->hint_top;
-	f->hint_top = (t + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
-	return t;
-}
 
 /* Resolves the last instruction of @b (already delivered) and points
  * f->link at the link of @b that may know the next block. */
@@ -611,7 +571,7 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	int bit;
 	if (b->last_class == PTS_INSN_JCC) {
 		/* The hot case: a pending bit, no look at the instruction. */
-		bit = f->tnt_count ? take_tnt(f) : need_tnt(f, b->last_ip);
+		bit = f->tnt_count ? pts_flow_take_tnt(f) : need_tnt(f, b->last_ip);
 		if (bit >= 0) {
 			f->ip = bit ? b->target : next;
 			f->link = &b->succ[bit];
@@ -628,7 +588,7 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 			return;
 		if (b->last_class == PTS_INSN_CALL &&
 		    !(b->last_flags & PTS_INSN_F_CALL0))
-			push_ret(f, next, &b->succ[0]);
+			pts_flow_push_ret(f, next, &b->succ[0], 0);
 		f->ip = b->target;
 		f->link = &b->succ[1];
 		return;
@@ -637,10 +597,10 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 			h = pts_flow_peek(f, 0);
 			if (h && (h->kind == PTS_PKT_TNT8 ||
 				  h->kind == PTS_PKT_TNT64) && h->u.tnt.count)
-				load_tnt(f);
+				pts_flow_load_tnt(f);
 		}
 		if (f->tnt_count) {
-			pop_hint(f);
+			pts_flow_pop_hint(f);
 			compressed_ret(f, ip);
 			return;
 		}
@@ -672,9 +632,9 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 		 * TIP.PGE; whether hardware may compress it is not
 		 * documented (pt-sgx-facts.md 2.2), and libipt 2.0.5 does
 		 * not push (test_flow_errata, "... call at a disable"). */
-		push_ret(f, next, &b->succ[0]);
+		pts_flow_push_ret(f, next, &b->succ[0], 0);
 	} else if (b->last_class == PTS_INSN_RET) {
-		unsigned t = pop_hint(f);
+		unsigned t = pts_flow_pop_hint(f);
 		if (f->hint_ip[t] == f->ip && f->hint_link[t])
 			f->link = f->hint_link[t];
 	}
@@ -847,6 +807,12 @@ static int lookup_block(struct pts_flow *f, struct pts_block **link,
 	return 0;
 }
 
+int pts_flow_lookup_block(struct pts_flow *f, struct pts_block **link,
+			  struct pts_block **out)
+{
+	return lookup_block(f, link, out);
+}
+
 /* The block at f->ip: through the link resolve() pointed at when it knows
  * the block (no hashing; inline, as it is the common case), else looked
  * up. Links are hints: a block is used only when it matches. */
@@ -931,7 +897,8 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 		if (direct_disable(f, b->ips[e], b->ips[e + 1]))
 			return false;
 		if (b->segs[k] & PTS_SEG_PUSH)
-			push_ret(f, b->ips[e] + b->sizes[e], &b->seglink[k]);
+			pts_flow_push_ret(f, b->ips[e] + b->sizes[e],
+					  &b->seglink[k], 0);
 		s = e + 1;
 	}
 	if (++f->idle > f->idle_limit) {
@@ -1012,18 +979,23 @@ static void step_enabled(struct pts_flow *f)
 				return;
 			continue;
 		}
+		if (f->cov && pts_cov_walk_fast(f, b)) {
+			if (f->st != ST_ENABLED)
+				return;
+			continue;
+		}
 		/* A TNT at the head is needed at the end of a block that ends
 		 * in a conditional branch: taken now, the block's record
 		 * carries its offset (the packet that decides the branch). */
 		if (h && h->kind != PTS_PKT_TIP && h->u.tnt.count &&
 		    b->last_class == PTS_INSN_JCC && !b->npush)
-			load_tnt(f);
+			pts_flow_load_tnt(f);
 		deliver(f, b, 0, b->n);
 		if (b->last_class == PTS_INSN_JCC && f->tnt_count &&
 		    !b->npush) {
 			/* The hot case (loops): a conditional branch and a
 			 * bit pending for it. */
-			unsigned bit = (unsigned)take_tnt(f);
+			unsigned bit = (unsigned)pts_flow_take_tnt(f);
 			f->ip = bit ? b->target : b->next;
 			f->link = &b->succ[bit];
 			if (++f->idle > f->idle_limit) {
@@ -1035,7 +1007,7 @@ static void step_enabled(struct pts_flow *f)
 			continue;
 		}
 		if (b->npush)
-			push_calls(f, b);
+			pts_flow_push_calls(f, b);
 		if (++f->idle > f->idle_limit) {
 			pts_flow_error(f, -PTS_ERR_NO_PROGRESS, f->ip);
 			return;
@@ -1081,7 +1053,9 @@ static void flush_if_due(struct pts_flow *f)
 	/* Return links and the IP table point into the cache too. */
 	memset(f->retlink, 0, sizeof(f->retlink));
 	memset(f->hint_link, 0, sizeof(f->hint_link));
+	memset(f->hint_extra, 0, sizeof(f->hint_extra));
 	memset(f->ipmap, 0, sizeof(f->ipmap));
+	f->fmap_valid = false;
 	f->cache_full = false;
 }
 

@@ -24,6 +24,8 @@
  * two): where no link knows the next block (indirect branch targets), it
  * saves the block cache's hash lookup. */
 #define IPMAP_BITS 12
+/* The same for the coverage walk's node ids (cov_fast.c). */
+#define FMAP_BITS 12
 /* Default for pts_flow_config.idle_limit. */
 #define IDLE_LIMIT (1u << 22)
 
@@ -81,6 +83,9 @@ struct pts_flow {
 	 * it). A hint: stale entries just do not match. */
 	uint64_t hint_ip[RETSTACK_SIZE];
 	struct pts_block **hint_link[RETSTACK_SIZE];
+	/* The pts_node_extra of the call that pushed it (the coverage walk's
+	 * pushes, in one (space, mode): see fmap), else 0. */
+	uint32_t hint_extra[RETSTACK_SIZE];
 	unsigned hint_top;
 	uint64_t idle;     /* blocks since the last packet was consumed */
 	uint32_t idle_limit;
@@ -124,6 +129,15 @@ struct pts_flow {
 	struct pts_cov *cov;
 
 	struct pts_flow_stats stats;
+
+	/* The coverage walk (cov_fast.c): the block it stopped at, which
+	 * f->link then points to; indirect targets by IP (node ids), valid
+	 * for one (space, mode) and one fill of the block cache. */
+	struct pts_block *fast_next;
+	struct { uint64_t ip; uint32_t node; } fmap[1u << FMAP_BITS];
+	uint64_t fmap_cr3;
+	uint8_t fmap_mode;
+	bool fmap_valid;
 };
 
 /* Queue access: the @i-th packet ahead (NULL when not there). */
@@ -149,6 +163,65 @@ static inline const struct pts_packet *pts_flow_pop(struct pts_flow *f)
 	f->idle = 0;
 	return p;
 }
+
+/* Return stack, hint stack and TNT bits: used by the walk (flow.c) and the
+ * coverage walk (cov_fast.c). */
+
+/* Pushes return address @ip; @link (may be NULL) is the link that will
+ * remember the block there (the calling block's fall-through), @extra the
+ * call's pts_node_extra for the coverage walk (0: none). */
+static inline void pts_flow_push_ret(struct pts_flow *f, uint64_t ip,
+				     struct pts_block **link, uint32_t extra)
+{
+	f->rs_top = (f->rs_top + 1) % RETSTACK_SIZE;
+	f->retstack[f->rs_top] = ip;
+	f->retlink[f->rs_top] = link;
+	f->hint_top = (f->hint_top + 1) % RETSTACK_SIZE;
+	f->hint_ip[f->hint_top] = ip;
+	f->hint_link[f->hint_top] = link;
+	f->hint_extra[f->hint_top] = extra;
+	if (f->rs_len < RETSTACK_SIZE)
+		f->rs_len++; /* else the oldest entry is overwritten */
+}
+
+static inline void pts_flow_load_tnt(struct pts_flow *f)
+{
+	const struct pts_packet *p = pts_flow_pop(f);
+	f->tnt_bits = p->u.tnt.bits;
+	f->tnt_count = p->u.tnt.count;
+	f->tnt_offset = p->offset;
+}
+
+/* The return addresses of the calls @b follows, in order. */
+static inline void pts_flow_push_calls(struct pts_flow *f,
+				       struct pts_block *b)
+{
+	for (unsigned k = 0; k < b->nsegs; k++) {
+		uint32_t e = b->segs[k] & PTS_SEG_INDEX;
+		if (b->segs[k] & PTS_SEG_PUSH)
+			pts_flow_push_ret(f, b->ips[e] + b->sizes[e],
+					  &b->seglink[k], 0);
+	}
+}
+
+static inline int pts_flow_take_tnt(struct pts_flow *f)
+{
+	f->tnt_count--;
+	return (int)((f->tnt_bits >> f->tnt_count) & 1);
+}
+
+/* Pops the hint stack (any return); returns the index popped. */
+static inline unsigned pts_flow_pop_hint(struct pts_flow *f)
+{
+	unsigned t = f->hint_top;
+	f->hint_top = (t + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
+	return t;
+}
+
+/* The block at f->ip when no link knows it: from the IP table or the
+ * cache, then remembered in @link (may be NULL). 0 or a negative error. */
+int pts_flow_lookup_block(struct pts_flow *f, struct pts_block **link,
+			  struct pts_block **out);
 
 /* Appends a record to the pending output. */
 struct pts_flow_rec *pts_flow_emit(struct pts_flow *f, int kind);

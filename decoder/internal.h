@@ -103,9 +103,46 @@ struct pts_block {
 	struct pts_block **seglink; /* per segment: the block its return
 				       address starts (calls; a hint) */
 	uint8_t nsegs;
+	uint32_t node;             /* its pts_node in the cache */
 	/* The @n addresses follow the block (pts_block_ips()). */
 	_Alignas(8) uint64_t ips[];
 };
+
+/* A block as the coverage walk sees it (cov_fast.c): 32 bytes, in one
+ * dense array per cache, so that going from block to block on TNT bits
+ * and TIPs touches a working set the CPU caches hold (the blocks
+ * themselves, with their addresses, are ~250 bytes apart). Node ids start
+ * at 1; 0 is "not known yet". The links are written by that walk alone,
+ * in the (space, mode) of their node, so they need no check. */
+struct pts_node {
+	uint64_t ip;
+	uint32_t link[2];  /* conditional branch: as pts_block.succ; else
+			      [0] the last indirect or return target */
+	uint32_t src_half; /* edge hash halves (coverage_internal.h) of */
+	uint32_t dst_half; /* the last instruction and of the first */
+	uint32_t extra;    /* the first of its pts_node_extra, if any */
+	uint8_t n1;        /* instructions - 1 */
+	uint8_t last_class;
+	uint8_t nsegs;     /* followed direct branches: extras */
+	uint8_t pad;
+};
+
+/* Per followed direct branch of a block, then one for a last indirect
+ * CALL: the edge (not for the CALL), the return address pushed (0: none)
+ * and the node found there by a return, a hint. */
+struct pts_node_extra {
+	uint64_t ret;
+	uint32_t hash;
+	uint32_t ret_node;
+};
+
+/* &@b->seglink[@k] without loading @b->seglink: the links follow the
+ * block's @n addresses (block.c lays a block out so). */
+static inline struct pts_block **pts_block_seglink(struct pts_block *b,
+						   uint32_t n, unsigned k)
+{
+	return (struct pts_block **)(b->ips + n) + k;
+}
 
 /* A fresh run id base: process-wide, never reused, so that a coverage
  * sink that outlives a walker, or serves several, never mistakes one run
@@ -135,6 +172,13 @@ bool pts_block_cache_full(const struct pts_block_cache *cache);
  * against the bound (records derived from blocks). NULL on no
  * memory. */
 void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size);
+/* The node array (index by pts_block.node) and the extras (index by
+ * pts_node.extra): both move when blocks are built. The block of node
+ * @id. */
+struct pts_node *pts_block_cache_nodes(struct pts_block_cache *cache);
+struct pts_node_extra *pts_block_cache_extras(struct pts_block_cache *cache);
+struct pts_block *pts_block_cache_node_block(
+	const struct pts_block_cache *cache, uint32_t id);
 /* Number of blocks built with the classifier since creation. */
 uint64_t pts_block_cache_built(const struct pts_block_cache *cache);
 

@@ -1,8 +1,9 @@
 /* pts_cov_decode() (decoder/cov_walk.c: the walker's blocks straight into
- * the coverage sink) against the path it short-cuts, pts_flow_next()
- * records fed to pts_cov_feed(), on synthesized walks: the same edges in
- * the same order, the same bitmap, the same distinct edge counts, the same
- * edge and run counts.
+ * the coverage sink; decoder/cov_fast.c: its walk through the dense block
+ * nodes when edges only go to the bitmap) against the path it short-cuts,
+ * pts_flow_next() records fed to pts_cov_feed(), on synthesized walks: the
+ * same edges in the same order, the same bitmap, the same distinct edge
+ * counts, the same edge and run counts.
  *   - walks over enclave_demo with return compression or not, timing,
  *     an IP filter, interrupts, overflows, production and debug enclaves
  *     (events and careful walks between blocks);
