@@ -10,8 +10,8 @@
  * hash halves and its successors: 32 bytes a node, two to a cache line.
  *
  * A node is taken only when its last instruction's packet is at hand (a
- * TNT bit for a conditional branch, a TIP with IP for an indirect branch
- * or an uncompressed return); the walker does everything else (events,
+ * TNT bit for a conditional branch, a TIP with IP for an indirect branch,
+ * an uncompressed return or a far transfer); the walker does everything else (events,
  * compressed returns, disables, errors, the end of the trace) from the
  * node where this walk stopped. Per node it does what the walker's fast
  * path does (flow.c, step_enabled(), resolve(), pts_cov_block()): the same
