@@ -11,11 +11,12 @@
  *
  * A node is taken only when its last instruction's packet is at hand (a
  * TNT bit for a conditional branch, a TIP with IP for an indirect branch,
- * an uncompressed return or a far transfer); the walker does everything else (events,
- * compressed returns, disables, errors, the end of the trace) from the
- * node where this walk stopped. Per node it does what the walker's fast
- * path does (flow.c, step_enabled(), resolve(), pts_cov_block()): the same
- * edges, return stack, hint stack, idle count and packets consumed. */
+ * an uncompressed return or a far transfer); the walker does everything
+ * else (events, compressed returns, disables, errors, the end of the
+ * trace) from the node where this walk stopped. Per node it does what
+ * the walker's fast path does (flow.c, step_enabled(), resolve(),
+ * pts_cov_block()): the same edges, return stack, hint stack, idle count
+ * and packets consumed. */
 #include "cov_walk.h"
 
 #include <string.h>
@@ -52,8 +53,7 @@ static inline bool can_take(const struct pts_flow *f,
  * then meets the error at f->ip). */
 static uint32_t find_node(struct pts_flow *f, uint64_t ip)
 {
-	size_t k = (size_t)((ip * UINT64_C(0x9e3779b97f4a7c15)) >>
-			    (64 - FMAP_BITS));
+	size_t k = pts_flow_ip_slot(ip, FMAP_BITS);
 	if (f->fmap[k].node && f->fmap[k].ip == ip)
 		return f->fmap[k].node;
 	struct pts_block *b;
@@ -148,8 +148,9 @@ bool pts_cov_walk_fast(struct pts_flow *f, struct pts_block *b)
 		bool push = false;
 		if (nd->nsegs) {
 			edges += nd->nsegs;
-			push = follow_segs(f, nd, pts_block_cache_extras(cache),
-					   pts_block_cache_node_block(cache, x));
+			push = follow_segs(
+				f, nd, pts_block_cache_extras(cache),
+				pts_block_cache_node_block(cache, x));
 		}
 		half = nd->src_half;
 		pending = true; /* every class can_take() allows branches */

@@ -571,7 +571,8 @@ static void resolve(struct pts_flow *f, struct pts_block *b)
 	int bit;
 	if (b->last_class == PTS_INSN_JCC) {
 		/* The hot case: a pending bit, no look at the instruction. */
-		bit = f->tnt_count ? pts_flow_take_tnt(f) : need_tnt(f, b->last_ip);
+		bit = f->tnt_count ? pts_flow_take_tnt(f)
+				   : need_tnt(f, b->last_ip);
 		if (bit >= 0) {
 			f->ip = bit ? b->target : next;
 			f->link = &b->succ[bit];
@@ -780,8 +781,7 @@ static int lookup_block(struct pts_flow *f, struct pts_block **link,
 	/* Function entries and other indirect targets are few: a small
 	 * table keyed by a multiplicative hash of the IP finds most. */
 	struct pts_block **slot =
-		&f->ipmap[(f->ip * UINT64_C(0x9e3779b97f4a7c15)) >>
-			  (64 - IPMAP_BITS)];
+		&f->ipmap[pts_flow_ip_slot(f->ip, IPMAP_BITS)];
 	if ((b = *slot) && b->ip == f->ip && b->cr3 == f->cr3 &&
 	    b->mode == f->mode) {
 		if (link)

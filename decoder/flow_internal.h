@@ -164,6 +164,13 @@ static inline const struct pts_packet *pts_flow_pop(struct pts_flow *f)
 	return p;
 }
 
+/* The slot of @ip in a direct-mapped table of 2^@bits entries keyed by IP
+ * (the walker's ipmap, the coverage walk's fmap): a multiplicative hash. */
+static inline size_t pts_flow_ip_slot(uint64_t ip, unsigned bits)
+{
+	return (size_t)((ip * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - bits));
+}
+
 /* Return stack, hint stack and TNT bits: used by the walk (flow.c) and the
  * coverage walk (cov_fast.c). */
 

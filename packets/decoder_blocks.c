@@ -830,12 +830,15 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 {
 	struct pts_packet calls[BLOCK];
 	uint8_t classes[64];
+	/* Only the VBMI walk reads them (count_skimmed()). */
+	const int vbmi = tab->blocks == PTS_BLOCKS_VBMI;
 	struct walk_out w = {NULL,	 out,	     skim->actions,
 			     *skim->sum, stop,	     skim->call,
 			     skim->call ? calls : NULL, 0,
-			     classes};
+			     vbmi ? classes : NULL};
 
-	skim_classes(classes, skim->actions);
+	if (vbmi)
+		skim_classes(classes, skim->actions);
 	const int got = walk_blocks(tab, in, off, lip, blk, &w, max);
 
 	*skim->sum = w.sum;

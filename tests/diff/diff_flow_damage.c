@@ -1186,23 +1186,6 @@ static int kind_at(const struct buf *trace, uint64_t off)
 	return packet_at(trace, off).kind;
 }
 
-static int find_after(const struct pts_packet *p, void *ctx)
-{
-	uint64_t *off = ctx;
-	if (p->offset <= *off)
-		return 0;
-	*off = p->offset;
-	return 1;
-}
-
-/* The offset of the packet after the one at @off (@off when none). */
-static uint64_t packet_after(const struct buf *trace, uint64_t off)
-{
-	uint64_t next = off;
-	each_packet(trace, find_after, &next);
-	return next;
-}
-
 /* The packets the flow does not use. */
 static int timing_kind(int kind)
 {
@@ -1210,6 +1193,30 @@ static int timing_kind(int kind)
 	       kind == PTS_PKT_TMA || kind == PTS_PKT_CYC ||
 	       kind == PTS_PKT_CBR || kind == PTS_PKT_PAD ||
 	       kind == PTS_PKT_MNT;
+}
+
+struct after {
+	uint64_t off;
+	int flow_only; /* pass over timing packets and PADs */
+};
+
+static int find_after(const struct pts_packet *p, void *ctx)
+{
+	struct after *a = ctx;
+	if (p->offset <= a->off || (a->flow_only && timing_kind(p->kind)))
+		return 0;
+	a->off = p->offset;
+	return 1;
+}
+
+/* The offset of the packet after the one at @off (@off when none); with
+ * @flow_only, of the next packet the flow uses. */
+static uint64_t packet_after(const struct buf *trace, uint64_t off,
+			     int flow_only)
+{
+	struct after a = {off, flow_only};
+	each_packet(trace, find_after, &a);
+	return a.off;
 }
 
 struct kind_before {
@@ -1305,7 +1312,7 @@ static uint64_t event_start(const struct buf *trace, uint64_t off)
 static int fup_then_last_psb(const struct buf *trace, uint64_t off)
 {
 	return kind_at(trace, off) == PTS_PKT_PSB &&
-	       packet_after(trace, off) == off &&
+	       packet_after(trace, off, 0) == off &&
 	       kind_before(trace, off) == PTS_PKT_FUP;
 }
 
@@ -1316,13 +1323,13 @@ static int mode_before_fup(const struct buf *trace, uint64_t off)
 {
 	int kind = kind_at(trace, off);
 	if (kind == PTS_PKT_MODE_TSX) {
-		off = packet_after(trace, off);
+		off = packet_after(trace, off, 0);
 		kind = kind_at(trace, off);
 		if (kind != PTS_PKT_MODE_EXEC)
 			return 0;
 	}
 	if (kind == PTS_PKT_MODE_EXEC)
-		return kind_at(trace, packet_after(trace, off)) == PTS_PKT_FUP;
+		return kind_at(trace, packet_after(trace, off, 0)) == PTS_PKT_FUP;
 	return kind == PTS_PKT_FUP &&
 	       kind_before(trace, off) == PTS_PKT_MODE_EXEC;
 }
@@ -1480,7 +1487,7 @@ static int psb_fup_before_pge(const struct buf *trace, uint64_t off,
 	if (!after_psb(trace, off, &fup, &fup_ip) || !fup || fup_ip != ip)
 		return 0;
 	if (kind_at(trace, off) == PTS_PKT_MODE_EXEC)
-		off = packet_after(trace, off);
+		off = packet_after(trace, off, 0);
 	return kind_at(trace, off) == PTS_PKT_TIP_PGE;
 }
 
@@ -1695,21 +1702,11 @@ static int fup_then_ovf(const struct pts_image *img, const struct buf *trace,
 	return each_packet(trace, find_fup_ovf, &f);
 }
 
-static int find_flow_after(const struct pts_packet *p, void *ctx)
-{
-	uint64_t *off = ctx;
-	if (p->offset <= *off || timing_kind(p->kind))
-		return 0;
-	*off = p->offset;
-	return 1;
-}
-
 /* RULE_FUP_OVF: whether the packet at @off of @trace is a FUP right
  * before an OVF (timing packets and PADs aside: seed 5440). */
 static int fup_before_ovf(const struct buf *trace, uint64_t off)
 {
-	uint64_t next = off;
-	each_packet(trace, find_flow_after, &next);
+	uint64_t next = packet_after(trace, off, 1);
 	return kind_at(trace, off) == PTS_PKT_FUP && next != off &&
 	       kind_at(trace, next) == PTS_PKT_OVF;
 }
@@ -1853,7 +1850,7 @@ static int lib_fails_at_psb(const struct dcase *c, const struct flow *lib,
 	 * decoder has read the TNT ahead), at the TIP of a FUP + TIP
 	 * pair */
 	uint64_t off = kind_at(c->trace, a->off) == PTS_PKT_PSBEND
-			       ? packet_after(c->trace, a->off)
+			       ? packet_after(c->trace, a->off, 0)
 			       : event_start(c->trace, a->off);
 	/* at the TIP.PGE of a TIP.PGD + TIP.PGE pair: libipt takes the
 	 * TIP.PGD as one more disable (RULE_PGD_WHILE_OFF) */
@@ -2112,7 +2109,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		}
 		if (kind == PTS_PKT_MODE_EXEC ||
 		    (kind == PTS_PKT_MODE_TSX &&
-		     kind_at(c->trace, packet_after(c->trace, b->off)) !=
+		     kind_at(c->trace, packet_after(c->trace, b->off, 0)) !=
 			     PTS_PKT_FUP)) {
 			tot->rules[RULE_STATUS_EARLY]++;
 			return 0;
@@ -2190,7 +2187,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		!PTS_TOK_IS_EVENT(lib_next) ||
 		(lib_next == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
 		 b->end == END_ERROR &&
-		 kind_at(c->trace, packet_after(c->trace, b->off)) ==
+		 kind_at(c->trace, packet_after(c->trace, b->off, 0)) ==
 			 PTS_PKT_OVF);
 	int psb_rule = lb > 0 && la > lb && lib_walks_on &&
 				(!fails(a) || a->off > b->off)
