@@ -33,6 +33,9 @@ struct chunk {
 };
 
 struct pts_block_cache {
+	/* Nodes [1, nnodes) and their blocks, extras [1, nextras): first,
+	 * where internal.h's inline accessors read them. */
+	struct pts_node_arrays arrays;
 	struct chunk *chunks;  /* in use, newest first */
 	struct chunk *spare;   /* emptied by a flush, reused first */
 	size_t bytes, limit;
@@ -40,11 +43,7 @@ struct pts_block_cache {
 	size_t mask;           /* table size - 1 */
 	size_t count;
 	uint64_t built;
-	/* Nodes [1, nnodes) and their blocks (pts_node). */
-	struct pts_node *nodes;
-	struct pts_block **node_blocks;
 	uint32_t nnodes, capnodes, capblocks;
-	struct pts_node_extra *extras; /* [1, nextras) */
 	uint32_t nextras, capextras;
 	/* Scratch for one block while it is decoded. */
 	uint64_t ips[PTS_BLOCK_MAX_INSNS];
@@ -85,9 +84,9 @@ void pts_block_cache_free(struct pts_block_cache *cache)
 	free_chunks(cache->chunks);
 	free_chunks(cache->spare);
 	free(cache->table);
-	free(cache->nodes);
-	free(cache->node_blocks);
-	free(cache->extras);
+	free(cache->arrays.nodes);
+	free(cache->arrays.blocks);
+	free(cache->arrays.extras);
 	free(cache);
 }
 
@@ -109,22 +108,6 @@ void pts_block_cache_flush(struct pts_block_cache *cache)
 bool pts_block_cache_full(const struct pts_block_cache *cache)
 {
 	return cache->bytes >= cache->limit;
-}
-
-struct pts_node *pts_block_cache_nodes(struct pts_block_cache *cache)
-{
-	return cache->nodes;
-}
-
-struct pts_block *pts_block_cache_node_block(
-	const struct pts_block_cache *cache, uint32_t id)
-{
-	return cache->node_blocks[id];
-}
-
-struct pts_node_extra *pts_block_cache_extras(struct pts_block_cache *cache)
-{
-	return cache->extras;
 }
 
 /* Room for @more elements of @size in the array *@arr of *@cap, which
@@ -149,16 +132,17 @@ static bool reserve(struct pts_block_cache *c, void **arr, uint32_t *cap,
 /* The node of @b, with its extras. False on no memory. */
 static bool add_node(struct pts_block_cache *c, struct pts_block *b)
 {
+	struct pts_node_arrays *a = &c->arrays;
 	uint32_t nx = b->nsegs + (b->last_class == PTS_INSN_CALL_IND);
-	if (!reserve(c, (void **)&c->nodes, &c->capnodes, c->nnodes, 1,
-		     sizeof(*c->nodes)) ||
-	    !reserve(c, (void **)&c->node_blocks, &c->capblocks, c->nnodes, 1,
-		     sizeof(*c->node_blocks)) ||
-	    !reserve(c, (void **)&c->extras, &c->capextras, c->nextras, nx,
-		     sizeof(*c->extras)))
+	if (!reserve(c, (void **)&a->nodes, &c->capnodes, c->nnodes, 1,
+		     sizeof(*a->nodes)) ||
+	    !reserve(c, (void **)&a->blocks, &c->capblocks, c->nnodes, 1,
+		     sizeof(*a->blocks)) ||
+	    !reserve(c, (void **)&a->extras, &c->capextras, c->nextras, nx,
+		     sizeof(*a->extras)))
 		return false;
 	b->node = c->nnodes++;
-	c->nodes[b->node] = (struct pts_node){
+	a->nodes[b->node] = (struct pts_node){
 		.ip = b->ip,
 		.src_half = pts_cov_edge_hash(b->last_ip, 0),
 		.dst_half = pts_cov_edge_hash(0, b->ip),
@@ -167,17 +151,17 @@ static bool add_node(struct pts_block_cache *c, struct pts_block *b)
 		.last_class = b->last_class,
 		.nsegs = b->nsegs,
 	};
-	c->node_blocks[b->node] = b;
+	a->blocks[b->node] = b;
 	for (unsigned k = 0; k < b->nsegs; k++) {
 		uint32_t e = b->segs[k] & PTS_SEG_INDEX;
-		c->extras[c->nextras++] = (struct pts_node_extra){
+		a->extras[c->nextras++] = (struct pts_node_extra){
 			.ret = b->segs[k] & PTS_SEG_PUSH
 				       ? b->ips[e] + b->sizes[e] : 0,
 			.hash = pts_cov_edge_hash(b->ips[e], b->ips[e + 1]),
 		};
 	}
 	if (b->last_class == PTS_INSN_CALL_IND)
-		c->extras[c->nextras++] =
+		a->extras[c->nextras++] =
 			(struct pts_node_extra){.ret = b->next};
 	return true;
 }

@@ -19,6 +19,7 @@
  * and packets consumed. */
 #include "cov_walk.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Whether the walk can take node @nd whole (the walker's hot cases). */
@@ -48,20 +49,21 @@ static inline bool can_take(const struct pts_flow *f,
 	}
 }
 
-/* The node at @ip: from the walk's own table, else from the walker's
- * lookup (which may build the block). 0 when there is none (the walker
- * then meets the error at f->ip). */
+/* The node at @ip: from the walk's own table (whose entry is checked
+ * against the node's address: the next step reads that node anyway),
+ * else from the walker's lookup (which may build the block). 0 when
+ * there is none (the walker then meets the error at f->ip). */
 static uint32_t find_node(struct pts_flow *f, uint64_t ip)
 {
 	size_t k = pts_flow_ip_slot(ip, FMAP_BITS);
-	if (f->fmap[k].node && f->fmap[k].ip == ip)
-		return f->fmap[k].node;
+	uint32_t node = f->fmap[k];
+	if (node && pts_block_cache_nodes(f->cache)[node].ip == ip)
+		return node;
 	struct pts_block *b;
 	f->ip = ip;
 	if (pts_flow_lookup_block(f, NULL, &b) < 0)
 		return 0;
-	f->fmap[k].ip = ip;
-	f->fmap[k].node = b->node;
+	f->fmap[k] = b->node;
 	return b->node;
 }
 
@@ -110,16 +112,20 @@ static bool ends_at(struct pts_flow *f, uint64_t ip)
 }
 
 /* The walk's tables hold nodes of one (space, mode): emptied when the
- * walk starts in another. */
-static void enter_context(struct pts_flow *f)
+ * walk starts in another. False when there is no memory for them. */
+static bool enter_context(struct pts_flow *f)
 {
+	const size_t fmap_size = sizeof(*f->fmap) << FMAP_BITS;
+	if (!f->fmap && !(f->fmap = malloc(fmap_size)))
+		return false;
 	if (f->fmap_valid && f->fmap_cr3 == f->cr3 && f->fmap_mode == f->mode)
-		return;
-	memset(f->fmap, 0, sizeof(f->fmap));
+		return true;
+	memset(f->fmap, 0, fmap_size);
 	memset(f->hint_extra, 0, sizeof(f->hint_extra));
 	f->fmap_cr3 = f->cr3;
 	f->fmap_mode = f->mode;
 	f->fmap_valid = true;
+	return true;
 }
 
 bool pts_cov_walk_fast(struct pts_flow *f, struct pts_block *b)
@@ -127,7 +133,8 @@ bool pts_cov_walk_fast(struct pts_flow *f, struct pts_block *b)
 	struct pts_cov *c = f->cov;
 	if ((f->out_n | f->pend_len) || !c->on || c->slow_edges || !c->bitmap)
 		return false;
-	enter_context(f);
+	if (!enter_context(f))
+		return false;
 	struct pts_block_cache *cache = f->cache;
 	struct pts_node *nodes = pts_block_cache_nodes(cache);
 	uint32_t half = c->last_half, x = b->node, last = 0;

@@ -85,6 +85,7 @@ void pts_flow_free(struct pts_flow *flow)
 	pts_insn_classifier_free(flow->cls);
 	pts_block_cache_free(flow->cache);
 	pts_pkt_decoder_free(flow->pkt);
+	free(flow->fmap);
 	free(flow);
 }
 

@@ -24,8 +24,10 @@
  * two): where no link knows the next block (indirect branch targets), it
  * saves the block cache's hash lookup. */
 #define IPMAP_BITS 12
-/* The same for the coverage walk's node ids (cov_fast.c). */
-#define FMAP_BITS 12
+/* The same for the coverage walk's node ids (cov_fast.c): 4 bytes an
+ * entry, so larger (indirect branch and SYSRET targets of a walk over all
+ * of libc missed a 2^12 table about one time in four). */
+#define FMAP_BITS 16
 /* Default for pts_flow_config.idle_limit. */
 #define IDLE_LIMIT (1u << 22)
 
@@ -134,7 +136,7 @@ struct pts_flow {
 	 * f->link then points to; indirect targets by IP (node ids), valid
 	 * for one (space, mode) and one fill of the block cache. */
 	struct pts_block *fast_next;
-	struct { uint64_t ip; uint32_t node; } fmap[1u << FMAP_BITS];
+	uint32_t *fmap; /* 2^FMAP_BITS, made by the walk's first call */
 	uint64_t fmap_cr3;
 	uint8_t fmap_mode;
 	bool fmap_valid;

@@ -172,13 +172,34 @@ bool pts_block_cache_full(const struct pts_block_cache *cache);
  * against the bound (records derived from blocks). NULL on no
  * memory. */
 void *pts_block_cache_alloc(struct pts_block_cache *cache, size_t size);
-/* The node array (index by pts_block.node) and the extras (index by
- * pts_node.extra): both move when blocks are built. The block of node
- * @id. */
-struct pts_node *pts_block_cache_nodes(struct pts_block_cache *cache);
-struct pts_node_extra *pts_block_cache_extras(struct pts_block_cache *cache);
-struct pts_block *pts_block_cache_node_block(
-	const struct pts_block_cache *cache, uint32_t id);
+/* The node array (index by pts_block.node), the block of each node, and
+ * the extras (index by pts_node.extra): they move when blocks are built.
+ * The first member of struct pts_block_cache, so that the coverage walk
+ * reads them inline, without a call per node. */
+struct pts_node_arrays {
+	struct pts_node *nodes;
+	struct pts_block **blocks;
+	struct pts_node_extra *extras;
+};
+
+static inline struct pts_node *
+pts_block_cache_nodes(struct pts_block_cache *cache)
+{
+	return ((struct pts_node_arrays *)(void *)cache)->nodes;
+}
+
+static inline struct pts_node_extra *
+pts_block_cache_extras(struct pts_block_cache *cache)
+{
+	return ((struct pts_node_arrays *)(void *)cache)->extras;
+}
+
+static inline struct pts_block *
+pts_block_cache_node_block(const struct pts_block_cache *cache, uint32_t id)
+{
+	const struct pts_node_arrays *a = (const void *)cache;
+	return a->blocks[id];
+}
 /* Number of blocks built with the classifier since creation. */
 uint64_t pts_block_cache_built(const struct pts_block_cache *cache);
 

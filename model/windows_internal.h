@@ -109,6 +109,7 @@ struct pts_win_model {
 	/* the same as pts_pkt_skim_batch() actions (pts_win_skim_actions()) */
 	uint8_t skim[FAST_TABLES][PTS_PKT_KIND_COUNT];
 	uint8_t no_fast; /* tests: every packet through the full model */
+	uint8_t no_verify; /* pts_win_set_verify(m, 0) */
 };
 
 /* Clears the struct at @p (at most 256 bytes). memset of a struct of a few

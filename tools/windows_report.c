@@ -575,6 +575,7 @@ int pts_winrep_init(struct pts_winrep *w, const struct pts_trace_config *cfg,
 	w->model = pts_win_new(cfg);
 	if (!w->model)
 		return -PTS_ERR_NOMEM;
+	pts_win_set_verify(w->model, opts->verify);
 	if (!opts->jsonl) {
 		char line[LINE_MAX_];
 

@@ -12,11 +12,14 @@
  *     with a block cache so small that it is flushed again and again, and
  *     a second time through the same walker (pts_flow_reset());
  *   - the sink with edges, counts and a software filter (every edge goes
- *     through the slow path), and with the bitmap alone (the fast path).
+ *     through the slow path), and with the bitmap alone (the fast path);
+ *   - a hand-made trace in two address spaces with other code at the same
+ *     addresses (the fast path's IP -> node table holds one space).
  *
  * usage: test_cov_walk [INSNS [SEED]]   (default 100000, 1)
  */
 #include "check.h"
+#include "hand_trace.h"
 #include "rng.h"
 #include "synth_run.h"
 
@@ -296,6 +299,53 @@ static void run(const struct scenario *sc, const char *elf, uint64_t insns,
 	pts_image_free(img);
 }
 
+/* Two spaces (CR3 A and B) with indirect jumps at 0x1000 and 0x2000 that
+ * TIPs send back and forth; at 0x2000, B has two NOPs before its jump.
+ * Tracing goes off in A, a PIP switches to B, and on again at 0x1000: the
+ * TIPs to 0x2000 must reach B's code there, not the node A left in the
+ * fast path's table for that address. */
+static void two_spaces(void)
+{
+	static const uint8_t jmp_rax[] = {0xff, 0xe0};
+	static const uint8_t nops_jmp_rax[] = {0x90, 0x90, 0xff, 0xe0};
+	const uint64_t cr3[2] = {0xa000, 0xb000};
+	struct pts_image *img = pts_image_new();
+	if (!img)
+		abort();
+	for (int s = 0; s < 2; s++) {
+		CHECK_EQ(pts_image_add_mem(img, cr3[s], jmp_rax,
+					   sizeof(jmp_rax), 0x1000), 0);
+		CHECK_EQ(pts_image_add_mem(img, cr3[s], s ? nops_jmp_rax
+							  : jmp_rax,
+					   s ? sizeof(nops_jmp_rax)
+					     : sizeof(jmp_rax), 0x2000), 0);
+	}
+	struct hand_trace t = {0};
+	struct pts_packet pip;
+	memset(&pip, 0, sizeof(pip));
+	pip.kind = PTS_PKT_PIP;
+	ht_psb(&t);
+	pip.u.pip.cr3 = cr3[0];
+	ht_put(&t, &pip);
+	ht_mode(&t, 1, 0);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	for (int s = 0; s < 2; s++) {
+		if (s) {
+			pip.u.pip.cr3 = cr3[1];
+			ht_put(&t, &pip);
+		}
+		ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x1000);
+		for (int i = 0; i < 60; i++)
+			ht_put_ip(&t, PTS_PKT_TIP, i & 1 ? 0x1000 : 0x2000);
+		ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
+	}
+	static struct syn_sink trace;
+	trace.mem = t.buf;
+	trace.mem_len = t.len;
+	check_trace("two spaces", img, &trace, 0x1000, 0x2004);
+	pts_image_free(img);
+}
+
 int main(int argc, char **argv)
 {
 	/* enclave_demo for the events, libc for many blocks and segments. */
@@ -309,5 +359,6 @@ int main(int argc, char **argv)
 		run(&scenarios[i], demo, insns, seed + i, 0x400000, 0x400400);
 	run(&libc, "/lib/x86_64-linux-gnu/libc.so.6", insns, seed, 0x26000,
 	    0x17b000);
+	two_spaces();
 	return pts_check_exit();
 }

@@ -227,6 +227,40 @@ static void test_leak(void)
 	CHECK(v && strstr(v->detail, "vault"));
 }
 
+/* With the rules off (pts_win_set_verify(m, 0), `windows` without
+ * --verify), a trace with leaks and flow in an enclave gap gives no
+ * violation, counts none, and the same windows and gaps. */
+static void test_unverified(void)
+{
+	struct pts_trace_config cfg = config(1);
+	static struct wresult off;
+	struct wtrace t;
+
+	wt_init(&t);
+	wt_header(&t, 1, CODE);
+	wt_ip(&t, PTS_PKT_TIP, ENCL_BEGIN + 0x100);
+	open_enclave_gap(&t, SITE);
+	wt_tnt(&t, 2);
+	wt_ip(&t, PTS_PKT_TIP_PGE, AEP);
+	run(&t, &cfg);
+	CHECK(wt_run_unverified(&t, &cfg, &off) == 0);
+	CHECK_EQ(off.err, 0);
+	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 2);
+	CHECK_EQ(wt_count(&off, PTS_REC_VIOLATION, -1), 0);
+	for (int r = 0; r < PTS_RULE_COUNT; r++)
+		CHECK_EQ(off.sum.violations[r], 0);
+	CHECK_EQ(off.n, res.n - 2);
+	for (int i = 0, j = 0; i < res.n && j < off.n; i++) {
+		if (res.recs[i].type == PTS_REC_VIOLATION)
+			continue;
+		CHECKF(!memcmp(&res.recs[i], &off.recs[j], sizeof(off.recs[j])),
+		       "record %d differs without the rules", i);
+		j++;
+	}
+	CHECK_EQ(off.sum.gaps[PTS_GAP_ENCLAVE], res.sum.gaps[PTS_GAP_ENCLAVE]);
+	CHECK_EQ(off.sum.windows, res.sum.windows);
+}
+
 /* A debug enclave is traced normally: its IPs are no leak (36.2.8.3). */
 static void test_debug_enclave_no_leak(void)
 {
@@ -424,6 +458,7 @@ int main(void)
 	test_leak();
 	test_debug_enclave_no_leak();
 	test_tnt_in_gap();
+	test_unverified();
 	test_wrong_exit();
 	test_trailing();
 	test_trailing_entry();

@@ -159,9 +159,11 @@ static void keep(struct pts_win_model *m, struct wresult *r, int err)
 			r->recs[r->n++] = rec;
 }
 
-int wt_run(const struct wtrace *t, const struct pts_trace_config *cfg,
-	   const struct pts_win_evidence *evidence, uint64_t ev_after,
-	   struct wresult *r)
+/* wt_run() and wt_run_unverified(). */
+static int run_model(const struct wtrace *t,
+		     const struct pts_trace_config *cfg,
+		     const struct pts_win_evidence *evidence,
+		     uint64_t ev_after, int verify, struct wresult *r)
 {
 	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
 	struct pts_win_model *m = pts_win_new(cfg);
@@ -171,6 +173,7 @@ int wt_run(const struct wtrace *t, const struct pts_trace_config *cfg,
 	int n, ended = 0;
 
 	memset(r, 0, sizeof(*r));
+	pts_win_set_verify(m, verify);
 	if (!dec || !m || t->failed) {
 		pts_pkt_decoder_free(dec);
 		pts_win_free(m);
@@ -205,6 +208,19 @@ int wt_run(const struct wtrace *t, const struct pts_trace_config *cfg,
 	pts_win_free(m);
 	pts_pkt_decoder_free(dec);
 	return 0;
+}
+
+int wt_run(const struct wtrace *t, const struct pts_trace_config *cfg,
+	   const struct pts_win_evidence *evidence, uint64_t ev_after,
+	   struct wresult *r)
+{
+	return run_model(t, cfg, evidence, ev_after, 1, r);
+}
+
+int wt_run_unverified(const struct wtrace *t,
+		      const struct pts_trace_config *cfg, struct wresult *r)
+{
+	return run_model(t, cfg, NULL, 0, 0, r);
 }
 
 const struct pts_win_record *wt_find(const struct wresult *r, int type,

@@ -55,6 +55,9 @@ struct wresult {
 int wt_run(const struct wtrace *t, const struct pts_trace_config *cfg,
 	   const struct pts_win_evidence *evidence, uint64_t ev_after,
 	   struct wresult *r);
+/* wt_run() without evidence, the model's rules off (pts_win_set_verify). */
+int wt_run_unverified(const struct wtrace *t,
+		      const struct pts_trace_config *cfg, struct wresult *r);
 
 /* The @nth (from 0) record of @type, or NULL. */
 const struct pts_win_record *wt_find(const struct wresult *r, int type,

@@ -261,6 +261,12 @@ struct pts_win_model *pts_win_new(const struct pts_trace_config *cfg);
 /* Frees @m; NULL is a no-op. */
 void pts_win_free(struct pts_win_model *m);
 
+/* Whether @m checks the verification rules (on when made). Off, it makes
+ * no violation records and counts none (pts_win_summary()); windows and
+ * gaps stay the same. For callers that do not show violations: their
+ * details are then not even formatted. NULL is a no-op. */
+void pts_win_set_verify(struct pts_win_model *m, int on);
+
 /* Applies one packet (in stream order). Drain pts_win_next() after each
  * call that returns > 0: at most a few records are queued per packet.
  * Returns the number of records pending (>= 0), -PTS_ERR_INVALID for NULL
