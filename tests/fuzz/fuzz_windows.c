@@ -2,7 +2,8 @@
  *
  * Input layout: byte 0 options (bits 1:0 ring: unknown config, user-only,
  * kernel-only, both; bit 2 an IP filter range; bit 3 CR3 filter; bit 4 a
- * production enclave map; bit 5 MTC timing config), byte 1 chunk seed,
+ * production enclave map; bit 5 MTC timing config; bit 6 the skimming
+ * run's rules off), byte 1 chunk seed,
  * byte 2 largest chunk - 1, then the trace (decoded from its first PSB).
  * Shorter inputs are all trace with nothing configured.
  *
@@ -16,7 +17,8 @@
  * - the summary counts what the records say;
  * - fed as `ptscope windows` feeds it (pts_pkt_skim_batch() with the
  *   model's actions, pts_win_feed_skipped()), the model gives the same
- *   records.
+ *   records; with its rules off (pts_win_set_verify(), as `windows`
+ *   without --verify), the same windows and gaps and no violation.
  */
 #include "fuzz_target.h"
 
@@ -142,14 +144,25 @@ static void drain(struct pts_win_model *m, int err, struct tiling *t,
 	}
 }
 
-/* The next records of the skimming run's model must be @want's next. */
+/* Moves *@at past @want's violations when the rules are off (!@verify). */
+static void pass_violations(const struct records *want, size_t *at,
+			    int verify)
+{
+	while (!verify && *at < want->n &&
+	       want->rec[*at].type == PTS_REC_VIOLATION)
+		++*at;
+}
+
+/* The next records of the skimming run's model must be @want's next (but
+ * for violations when its rules are off). */
 static void drain_same(struct pts_win_model *m, int err,
-		       const struct records *want, size_t *at)
+		       const struct records *want, size_t *at, int verify)
 {
 	struct pts_win_record rec;
 
 	REQUIRE(err >= 0);
 	while (pts_win_next(m, &rec) == 1) {
+		pass_violations(want, at, verify);
 		REQUIRE(*at < want->n);
 		REQUIRE(pts_test_same_record(&rec, &want->rec[(*at)++]));
 	}
@@ -157,11 +170,12 @@ static void drain_same(struct pts_win_model *m, int err,
 
 /* The trace fed as `ptscope windows` feeds it: pts_pkt_skim_batch() with
  * the model's actions (pts_pkt_next_batch() where it has none), batches
- * and chunks the seed picks. The records must be @want's. */
+ * and chunks the seed picks, the rules on or off (@verify). The records
+ * must be @want's (its windows and gaps, with the rules off). */
 static void check_skimming(const struct pts_trace_config *cfg,
 			   const uint8_t *data, size_t size,
 			   struct pts_chunker *chunker,
-			   const struct records *want)
+			   const struct records *want, int verify)
 {
 	static struct pts_packet pkts[128];
 	struct pts_win_model *m = pts_win_new(cfg);
@@ -170,6 +184,7 @@ static void check_skimming(const struct pts_trace_config *cfg,
 	size_t fed = 0, at = 0;
 
 	REQUIRE(m && dec);
+	pts_win_set_verify(m, verify);
 	for (size_t guard = 0; guard <= 4 * size + 16; guard++) {
 		struct pts_skim_call clock;
 		const uint8_t *actions = pts_win_skim_actions(m, &clock);
@@ -187,7 +202,7 @@ static void check_skimming(const struct pts_trace_config *cfg,
 
 			REQUIRE(got > 0);
 			j += got;
-			drain_same(m, 0, want, &at);
+			drain_same(m, 0, want, &at, verify);
 		}
 		if (n > 0)
 			continue;
@@ -214,11 +229,12 @@ static void check_skimming(const struct pts_trace_config *cfg,
 						? PTS_GAP_TRUNCATED
 						: PTS_GAP_DECODE_ERROR,
 					begin, end),
-			   want, &at);
+			   want, &at, verify);
 		if (n == -PTS_ERR_TRUNCATED)
 			break;
 	}
-	drain_same(m, pts_win_end(m, size), want, &at);
+	drain_same(m, pts_win_end(m, size), want, &at, verify);
+	pass_violations(want, &at, verify);
 	REQUIRE(at == want->n);
 	pts_pkt_decoder_free(dec);
 	pts_win_free(m);
@@ -279,7 +295,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		REQUIRE(sum.violations[r] == t.rules[r]);
 	pts_feed_free(feed);
 	pts_win_free(m);
-	check_skimming(&cfg, data, size, &chunker, &recs);
+	check_skimming(&cfg, data, size, &chunker, &recs, !(opt & 64));
 	free(recs.rec);
 	return 0;
 }
