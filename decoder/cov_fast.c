@@ -11,39 +11,55 @@
  *
  * A node is taken only when its last instruction's packet is at hand (a
  * TNT bit for a conditional branch, a TIP with IP for an indirect branch,
- * an uncompressed return or a far transfer); the walker does everything
- * else (events, compressed returns, disables, errors, the end of the
- * trace) from the node where this walk stopped. Per node it does what
- * the walker's fast path does (flow.c, step_enabled(), resolve(),
- * pts_cov_block()): the same edges, return stack, hint stack, idle count
- * and packets consumed. */
+ * an uncompressed return or a far transfer, a taken bit and a return
+ * address for a compressed return); the walker does everything else
+ * (events, disables, errors, the end of the trace) from the node where
+ * this walk stopped. Per node it does what the walker's fast path does
+ * (flow.c, step_enabled(), resolve(), compressed_ret(), pts_cov_block()):
+ * the same edges, return stack, hint stack, idle count and packets
+ * consumed. */
 #include "cov_walk.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* The next TNT bit (1 taken, 0 not), pending or first in the packet at
+ * the head; -1 when there is none. */
+static inline int next_bit(const struct pts_flow *f)
+{
+	if (f->tnt_count)
+		return (int)(f->tnt_bits >> (f->tnt_count - 1) & 1);
+	const struct pts_packet *h = pts_flow_peek(f, 0);
+	if (!h || (h->kind != PTS_PKT_TNT8 && h->kind != PTS_PKT_TNT64) ||
+	    !h->u.tnt.count)
+		return -1;
+	return (int)(h->u.tnt.bits >> (h->u.tnt.count - 1) & 1);
+}
+
+/* Whether a TIP with an IP is at the head. */
+static inline bool tip_at_head(const struct pts_flow *f)
+{
+	const struct pts_packet *h = pts_flow_peek(f, 0);
+	return h && h->kind == PTS_PKT_TIP && h->ipc != PTS_IPC_SUPPRESSED;
+}
+
 /* Whether the walk can take node @nd whole (the walker's hot cases). */
 static inline bool can_take(const struct pts_flow *f,
 			    const struct pts_node *nd)
 {
-	const struct pts_packet *h;
+	int bit;
 	switch (nd->last_class) {
 	case PTS_INSN_JCC:
-		if (f->tnt_count)
-			return true;
-		h = pts_flow_peek(f, 0);
-		return h && (h->kind == PTS_PKT_TNT8 ||
-			     h->kind == PTS_PKT_TNT64) && h->u.tnt.count;
+		return next_bit(f) >= 0;
 	case PTS_INSN_RET:
-		if (f->tnt_count)
-			return false; /* compressed */
-		/* fall through */
+		/* Compressed: a taken bit and an address on the stack (or
+		 * an error the walker reports); else a TIP. */
+		bit = next_bit(f);
+		return bit >= 0 ? bit == 1 && f->rs_len : tip_at_head(f);
 	case PTS_INSN_JMP_IND:
 	case PTS_INSN_CALL_IND:
 	case PTS_INSN_FAR: /* with a TIP: no status packets, same context */
-		h = pts_flow_peek(f, 0);
-		return h && h->kind == PTS_PKT_TIP &&
-		       h->ipc != PTS_IPC_SUPPRESSED;
+		return tip_at_head(f);
 	default:
 		return false;
 	}
@@ -192,6 +208,28 @@ bool pts_cov_walk_fast(struct pts_flow *f, struct pts_block *b)
 				nodes = pts_block_cache_nodes(cache);
 				nodes[x].link[bit] = next;
 			}
+		} else if (cls == PTS_INSN_RET && next_bit(f) >= 0) {
+			/* As resolve() and compressed_ret(): the bit's packet
+			 * is taken after the block. */
+			f->idle++;
+			if (!f->tnt_count)
+				pts_flow_load_tnt(f);
+			unsigned t = pts_flow_pop_hint(f);
+			pts_flow_take_tnt(f);
+			ip = f->retstack[f->rs_top];
+			f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) %
+				    RETSTACK_SIZE;
+			f->rs_len--;
+			if (f->mode == PTS_EXEC_32)
+				ip &= 0xffffffff;
+			next = return_node(f, t, ip);
+			if (ends_at(f, ip)) {
+				x = 0;
+				break;
+			}
+			if (!next)
+				next = find_node(f, ip);
+			nodes = pts_block_cache_nodes(cache);
 		} else {
 			f->idle++;
 			ip = pts_flow_pop(f)->u.ip.ip;

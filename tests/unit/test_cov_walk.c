@@ -14,7 +14,8 @@
  *   - the sink with edges, counts and a software filter (every edge goes
  *     through the slow path), and with the bitmap alone (the fast path);
  *   - a hand-made trace in two address spaces with other code at the same
- *     addresses (the fast path's IP -> node table holds one space).
+ *     addresses (the fast path's IP -> node table holds one space);
+ *   - hand-made compressed returns, one more than a full return stack.
  *
  * usage: test_cov_walk [INSNS [SEED]]   (default 100000, 1)
  */
@@ -346,6 +347,41 @@ static void two_spaces(void)
 	pts_image_free(img);
 }
 
+/* CALL *%rax at 0x1020, again and again through its TIPs: 64 calls (a
+ * full return stack), the last to a RET at 0x1010; then 66 compressed
+ * returns (to the RET after the call). The fast path takes 64; the next
+ * finds the stack empty (an error, as the walker reports it, and the last
+ * bit is lost with the resync), though the ring's slot still holds a
+ * return address. A second PSB+ starts over. */
+static void return_past_stack(void)
+{
+	static const uint8_t call_ret[] = {0xff, 0xd0, 0xc3};
+	static const uint8_t ret[] = {0xc3};
+	struct pts_image *img = pts_image_new();
+	if (!img)
+		abort();
+	CHECK_EQ(pts_image_add_mem(img, 0, call_ret, sizeof(call_ret),
+				   0x1020), 0);
+	CHECK_EQ(pts_image_add_mem(img, 0, ret, sizeof(ret), 0x1010), 0);
+	struct hand_trace t = {0};
+	for (int round = 0; round < 2; round++) {
+		ht_psb(&t);
+		ht_mode(&t, 1, 0);
+		ht_put_kind(&t, PTS_PKT_PSBEND);
+		ht_put_ip(&t, PTS_PKT_TIP_PGE, 0x1020);
+		for (int call = 1; call < 64; call++)
+			ht_put_ip(&t, PTS_PKT_TIP, 0x1020);
+		ht_put_ip(&t, PTS_PKT_TIP, 0x1010);
+		for (int bits = 0; bits < 66; bits += 6)
+			ht_tnt(&t, 0x3f, 6);
+	}
+	static struct syn_sink trace;
+	trace.mem = t.buf;
+	trace.mem_len = t.len;
+	check_trace("return past stack", img, &trace, 0x1010, 0x1023);
+	pts_image_free(img);
+}
+
 int main(int argc, char **argv)
 {
 	/* enclave_demo for the events, libc for many blocks and segments. */
@@ -360,5 +396,6 @@ int main(int argc, char **argv)
 	run(&libc, "/lib/x86_64-linux-gnu/libc.so.6", insns, seed, 0x26000,
 	    0x17b000);
 	two_spaces();
+	return_past_stack();
 	return pts_check_exit();
 }
