@@ -216,12 +216,7 @@ bool pts_cov_walk_fast(struct pts_flow *f, struct pts_block *b)
 				pts_flow_load_tnt(f);
 			unsigned t = pts_flow_pop_hint(f);
 			pts_flow_take_tnt(f);
-			ip = f->retstack[f->rs_top];
-			f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) %
-				    RETSTACK_SIZE;
-			f->rs_len--;
-			if (f->mode == PTS_EXEC_32)
-				ip &= 0xffffffff;
+			ip = pts_flow_pop_ret(f, NULL);
 			next = return_node(f, t, ip);
 			if (ends_at(f, ip)) {
 				x = 0;

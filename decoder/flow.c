@@ -554,12 +554,7 @@ static void compressed_ret(struct pts_flow *f, uint64_t ip)
 		pts_flow_error_tnt(f, -PTS_ERR_RETSTACK_EMPTY, ip);
 		return;
 	}
-	f->ip = f->retstack[f->rs_top];
-	f->link = f->retlink[f->rs_top];
-	f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
-	f->rs_len--;
-	if (f->mode == PTS_EXEC_32)
-		f->ip &= 0xffffffff;
+	f->ip = pts_flow_pop_ret(f, &f->link);
 }
 
 

@@ -193,6 +193,20 @@ static inline void pts_flow_push_ret(struct pts_flow *f, uint64_t ip,
 		f->rs_len++; /* else the oldest entry is overwritten */
 }
 
+/* Pops the return stack (which must not be empty): the address, cut to
+ * 32 bits in 32-bit code; *@link (unless NULL) gets the link pushed
+ * with it. */
+static inline uint64_t pts_flow_pop_ret(struct pts_flow *f,
+					struct pts_block ***link)
+{
+	uint64_t ip = f->retstack[f->rs_top];
+	if (link)
+		*link = f->retlink[f->rs_top];
+	f->rs_top = (f->rs_top + RETSTACK_SIZE - 1) % RETSTACK_SIZE;
+	f->rs_len--;
+	return f->mode == PTS_EXEC_32 ? ip & 0xffffffff : ip;
+}
+
 static inline void pts_flow_load_tnt(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_pop(f);
