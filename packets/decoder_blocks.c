@@ -558,6 +558,29 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 	return n;
 }
 
+/* Skimming: the packets of block @k (at @b, stream offset @off) at the
+ * bytes @starts (packets the walk stepped on) and @ones (one-byte packets
+ * in the runs it crossed) go to the caller's hook, in stream order.
+ * @lip: the last IP there (not changed by the kinds handed on). */
+static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
+				    struct walk_out *w, const struct block *k,
+				    const uint8_t *b, const uint8_t *dend,
+				    uint64_t off, uint64_t starts, uint64_t ones,
+				    uint64_t lip)
+{
+	for (uint64_t m = starts | ones; m; m &= m - 1) {
+		const unsigned j = (unsigned)_tzcnt_u64(m);
+		const uint8_t *const q = b + j;
+		uint64_t hdr, w1, scratch_lip = lip;
+		uint8_t bk = 0;
+
+		decode_one(tab, q, pts_load_le64(q + 1),
+			   (ones >> j & 1) ? 1 : k->step[j], dend, off + j,
+			   &scratch_lip, &bk, w->calls + w->ncalls, &hdr, &w1);
+		w->ncalls++;
+	}
+}
+
 /* Skimming with VBMI: the packets of block @k (at @b, stream offset @off)
  * from *@i on, walked as counting walks them (a step waits on one load;
  * the runs crossed go to *@runs, the last IP to *@lip), as long as each is
@@ -569,7 +592,8 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 static PTS_AVX2 PTS_ALWAYS_INLINE int
 count_skimmed(const struct pts_fast_tab *tab, struct walk_out *w,
 	      const struct block *k, const uint8_t *b, const uint8_t *dend,
-	      unsigned *ip, uint64_t *lipp, uint64_t *runsp, uint64_t off)
+	      unsigned *ip, uint64_t *lipp, uint64_t *runsp, uint64_t off,
+	      uint64_t called_ones)
 {
 	uint64_t starts = 0, lip = *lipp, runs = *runsp, tip_lip = 0;
 	unsigned i = *ip;
@@ -615,18 +639,8 @@ count_skimmed(const struct pts_fast_tab *tab, struct walk_out *w,
 		w->sum.tnt_bits += pts_top_bit(pts_load_le64(q + 2) &
 					       0xffffffffffffull);
 	}
-	for (uint64_t m = starts & k->call; m; m &= m - 1) {
-		const unsigned j = (unsigned)_tzcnt_u64(m);
-		const uint8_t *const q = b + j;
-		uint64_t hdr, w1, scratch_lip = lip;
-		uint8_t bk = 0;
-
-		/* not in a run: its step is its size */
-		decode_one(tab, q, pts_load_le64(q + 1), k->step[j], dend,
-			   off + j, &scratch_lip, &bk, w->calls + w->ncalls,
-			   &hdr, &w1);
-		w->ncalls++;
-	}
+	hand_on(tab, w, k, b, dend, off, starts & k->call,
+		runs & ~*runsp & called_ones, lip);
 	*ip = i;
 	*lipp = lip;
 	*runsp = runs;
@@ -653,9 +667,15 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 				    (w->actions[PTS_PKT_PAD] == PTS_SKIM_SKIP
 					     ? RUNS_PAD
 					     : 0) |
-				    (w->actions[PTS_PKT_CYC] == PTS_SKIM_SKIP
+				    (w->actions[PTS_PKT_CYC] != PTS_SKIM_KEEP &&
+						     w->actions[PTS_PKT_CYC] !=
+							     PTS_SKIM_STOP
 					     ? RUNS_CYC
 					     : 0);
+	/* CYCs handed on cross in runs too, then go to the hook from the
+	 * run's bits: a tenth of a capture's packets no longer end a run */
+	const int cyc_called =
+		skimming && w->actions[PTS_PKT_CYC] == PTS_SKIM_CALL;
 	const uint8_t *const start = in->data + in->pos;
 	const uint8_t *const dend = in->data + in->size;
 	const uint8_t *b = start; /* the block */
@@ -673,12 +693,10 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 	while (!stop && walkable(b, dend, max - got)) {
 		const struct block *const k = &ks[cur];
 		uint64_t runs = 0; /* the one-byte packets crossed */
+		const uint64_t called_ones = cyc_called ? k->cyc : 0;
+		const uint64_t boff = *offp + (uint64_t)(b - start);
 
 		prepare(&ks[cur ^ 1], b + BLOCK, tab, runs_of, classes, vbmi);
-		if (classes &&
-		    count_skimmed(tab, w, k, b, dend, &i, &lip, &runs,
-				  *offp + (uint64_t)(b - start)))
-			goto block_end;
 		for (;;) {
 			unsigned r, n;
 			const uint8_t *q;
@@ -687,10 +705,22 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			struct pts_packet *keep_at = NULL, *call_at = NULL;
 			uint64_t hdr, w1;
 
+			/* with VBMI, back to the counted walk after each
+			 * packet taken one by one (MODEs, PSBs: a few a
+			 * block) */
+			if (classes && count_skimmed(tab, w, k, b, dend, &i,
+						     &lip, &runs, boff,
+						     called_ones))
+				break;
 			run_at(k, i, &r, &n, vbmi); /* the run may end the block */
 			q = b + i + r;
 			raw = pts_load_le64(q + 1);
-			runs |= _bzhi_u64(~0ull, r) << i;
+			const uint64_t crossed = _bzhi_u64(~0ull, r) << i;
+
+			runs |= crossed;
+			if (skimming && (crossed & called_ones))
+				hand_on(tab, w, k, b, dend, boff, 0,
+					crossed & called_ones, lip);
 			if (!skimming &&
 			    __builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
 				/* counting: the kind is all it needs (and the
@@ -736,9 +766,9 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			if (stop || i >= BLOCK)
 				break;
 		}
-	block_end:
 		if (skimming) {
-			w->sum.packets += (uint64_t)_mm_popcnt_u64(runs);
+			w->sum.packets +=
+				(uint64_t)_mm_popcnt_u64(runs & ~called_ones);
 			w->sum.tnt_packets +=
 				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
 			w->sum.tnt_bits += tnt_results(b, runs & k->tnt, vbmi);

@@ -10,6 +10,10 @@
  *   one window the same mix without them: the model's fast path;
  *   one window, no CYC  the same without CYC, as perf records by default
  *              (cyc=0): the clock has only MTCs and the TSCs of PSB+;
+ *   one window, hardware timing  "one window" with timing packets as a
+ *              running clock writes them (hw_timing: CYCs of one or two
+ *              bytes, MTCs one period apart) where the other streams
+ *              have random payloads (CYCs of 1 to 9 bytes);
  *   gappy      the worst case of a valid trace: an enclave call (FUP(ENCLU)
  *              + TIP.PGD() ... TIP.PGE(after it)) every 36 packets, so a
  *              record is printed every ~20 bytes of trace.
@@ -23,7 +27,7 @@
  *
  * usage: bench_windows PTSCOPE [MIB]   (MIB: size of each stream, default 64)
  * With BENCH_WINDOWS_KEEP=1 in the environment the streams stay in $TMPDIR
- * (as bench_windows.PID.{real,quiet,nocyc,gappy}.pt) for profiling.
+ * (as bench_windows.PID.{real,quiet,nocyc,gappy,timed}.pt) for profiling.
  */
 #include "stream_gen.h"
 
@@ -242,12 +246,12 @@ static void bench_images(const char *ptscope, const char *tmp)
 
 int main(int argc, char **argv)
 {
-	static const char *const names[4] = {"real", "quiet", "nocyc",
-					     "gappy"};
+	static const char *const names[5] = {"real", "quiet", "nocyc",
+					     "gappy", "timed"};
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	const char *keep = getenv("BENCH_WINDOWS_KEEP");
 	size_t cap = (size_t)(argc > 2 ? atoi(argv[2]) : 64) << 20;
-	char path[4][4096];
+	char path[5][4096];
 	struct pts_gen_result gen;
 	uint8_t *buf;
 	size_t len;
@@ -259,7 +263,7 @@ int main(int argc, char **argv)
 	buf = malloc(cap);
 	if (!buf)
 		return 1;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		snprintf(path[i], sizeof(path[i]), "%s/bench_windows.%d.%s.pt",
 			 tmp, (int)getpid(), names[i]);
 	if (pts_gen_stream(buf, cap, UINT64_MAX, &pts_gen_capture_like, 1,
@@ -283,11 +287,19 @@ int main(int argc, char **argv)
 	if (pts_gen_stream(buf, cap, UINT64_MAX, &quiet, 1, &gen) == 0 &&
 	    write_file(path[2], buf, len = gen.bytes) == 0)
 		bench(argv[1], "one window, no CYC", path[2], buf, len);
+	struct pts_gen_profile timed = pts_gen_capture_like;
+	timed.weight[ppt_fup] = timed.weight[ppt_tip_pge] = 0;
+	timed.weight[ppt_tip_pgd] = 0;
+	timed.hw_timing = 1;
+	if (pts_gen_stream(buf, cap, UINT64_MAX, &timed, 1, &gen) == 0 &&
+	    write_file(path[4], buf, len = gen.bytes) == 0)
+		bench(argv[1], "one window, hardware timing", path[4], buf,
+		      len);
 	len = make_gappy(buf, cap);
 	if (write_file(path[3], buf, len) == 0)
 		bench(argv[1], "gappy", path[3], buf, len);
 	bench_images(argv[1], tmp);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (keep && *keep == '1')
 			printf("kept %s\n", path[i]);
 		else

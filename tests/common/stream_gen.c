@@ -46,6 +46,9 @@ struct gen {
 	struct pts_gen_result *result;
 	uint64_t max_packets;
 	uint64_t last_psb;
+	/* hw_timing: the clock so far */
+	uint64_t tsc;
+	uint8_t mtc;
 };
 
 static unsigned pick(struct gen *g, const uint16_t *weight, unsigned n,
@@ -119,6 +122,35 @@ static void random_power(struct gen *g, struct pt_packet *p)
 	}
 }
 
+/* hw_timing: the payload of timing packet @p as a running clock gives it
+ * (the time moves on by up to 4095 cycles a packet; an MTC every CTC
+ * period, CTC bit 3 up as perf's default mtc_period=3 has it, one
+ * core frequency). */
+static void clock_payload(struct gen *g, struct pt_packet *p)
+{
+	switch (p->type) {
+	case ppt_tsc:
+		g->tsc += 1 + pts_rng_bits(&g->rng, 12);
+		p->payload.tsc.tsc = g->tsc & ((1ull << 56) - 1);
+		break;
+	case ppt_tma:
+		p->payload.tma.ctc = (uint16_t)(g->mtc << 3);
+		break;
+	case ppt_mtc:
+		p->payload.mtc.ctc = ++g->mtc;
+		break;
+	case ppt_cyc:
+		p->payload.cyc.value = pts_rng_bits(
+			&g->rng, (unsigned)pts_rng_below(&g->rng, 13));
+		break;
+	case ppt_cbr: /* no frequency change */
+		p->payload.cbr.ratio = 32;
+		break;
+	default:
+		break;
+	}
+}
+
 static void random_packet(struct gen *g, enum pt_packet_type type,
 			  struct pt_packet *p)
 {
@@ -185,6 +217,8 @@ static void random_packet(struct gen *g, enum pt_packet_type type,
 	default: /* pad, psb, psbend, stop, ovf: no payload */
 		break;
 	}
+	if (g->profile->hw_timing)
+		clock_payload(g, p);
 }
 
 /* Sets bits libipt 2.0.5 does not read in the packet just written at

@@ -29,6 +29,10 @@ struct pts_gen_profile {
 	 * (reserved bits of MODE, CBR, PWRE, PWRX; the PWRE HW bit 7 and the
 	 * MODE.Exec IF bit it does not know), so the comparison covers them. */
 	uint8_t poke_bits;
+	/* 1: timing packets as a running clock writes them (TSCs that only
+	 * move on, MTCs one CTC period apart, CYCs of up to 4095 cycles: one
+	 * or two bytes); 0: random payloads, for the decoders' corners. */
+	uint8_t hw_timing;
 };
 
 /* Every packet type libipt 2.0.5 encodes, equally often, every IP

@@ -327,8 +327,11 @@ int main(int argc, char **argv)
 	struct pts_rng rng;
 	int timed = 0;
 
-	/* A capture-like mix whose windows are long: fast runs while on. */
+	/* A capture-like mix whose windows are long: fast runs while on,
+	 * with the timing packets of a running clock (CYCs of one or two
+	 * bytes, in the skim's runs). */
 	profiles[2].weight[ppt_tip_pge] = profiles[2].weight[ppt_tip_pgd] = 1;
+	profiles[2].hw_timing = 1;
 	/* Dense in what the fast path leaves to the full model or settles
 	 * once per run: OVF then FUP (APL12), PIP before a disable (the CR3
 	 * filter's witness), flow packets in gaps. */
