@@ -23,13 +23,14 @@
  * bytes of a view are left to the table step.
  *
  * Skimming (pts_pkt_skim_batch(), `windows`) walks the same blocks: the
- * runs are made of the one-byte kinds the caller skips and summed up at the
- * end of each block. With VBMI, a block is first walked as counting walks
- * it while its packets are only summed up or handed on (count_skimmed():
- * their kinds come from byte permutes, their sums from masks); from the
- * first other packet on, and on AVX2 alone, the packets are decoded one by
- * one and kept, summed up or collected for the caller's hook (handed on at
- * the end of each block) without a branch on their kind. Each is decoded
+ * runs are made of the one-byte kinds the caller skips, summed up at the
+ * end of each block, and of CYCs when handed on (decoded from the runs'
+ * bits). With VBMI, a block is walked as counting walks it while its
+ * packets are only summed up or handed on (count_skimmed(): their kinds
+ * come from byte permutes, their sums from masks); another packet, and on
+ * AVX2 every packet, is decoded by itself and kept, summed up or collected
+ * for the caller's hook (handed on at the end of each block) without a
+ * branch on its kind, then the counted walk goes on. Each is decoded
  * straight into its place, chosen by the kind its first byte gives.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
@@ -558,6 +559,33 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 	return n;
 }
 
+/* A packet handed on at @q (next 8 bytes @raw), which the block sized @n,
+ * decoded into @pk without a branch on its kind: nearly all are CYCs and
+ * MTCs, in no order (a branch on them mispredicts often). Returns 0,
+ * writing nothing, when decode_one() must take it (a packet neither the
+ * block nor the table sizes). */
+static PTS_AVX2 inline int decode_timing(const struct pts_fast_tab *tab,
+					 const uint8_t *q, uint64_t raw,
+					 unsigned n, uint64_t off, uint64_t lip,
+					 struct pts_packet *pk)
+{
+	const struct pts_fast_op *op = tab->ops + q[0];
+	/* bits 1:0 = 11 in the first byte: a CYC and nothing else */
+	const uint64_t cyc = -(uint64_t)((q[0] & 3) == 3);
+
+	if (!n || !(cyc | tab->size[q[0]]))
+		return 0;
+	const uint64_t value =
+		pts_cyc_value(q[0], _bzhi_u64(raw, 8 * (n - 1)));
+
+	pts_fast_put(pk, off,
+		     (cyc & (PTS_PKT_CYC | (uint64_t)n << 8)) |
+			     (~cyc & op->hdr),
+		     (cyc & value) | (~cyc & (op->c0 | (raw & op->mask))),
+		     ~cyc & (op->c1 | (lip & op->sel)));
+	return 1;
+}
+
 /* Skimming: the packets of block @k (at @b, stream offset @off) at the
  * bytes @starts (packets the walk stepped on) and @ones (one-byte packets
  * in the runs it crossed) go to the caller's hook, in stream order.
@@ -571,13 +599,19 @@ static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
 	for (uint64_t m = starts | ones; m; m &= m - 1) {
 		const unsigned j = (unsigned)_tzcnt_u64(m);
 		const uint8_t *const q = b + j;
-		uint64_t hdr, w1, scratch_lip = lip;
-		uint8_t bk = 0;
+		const uint64_t raw = pts_load_le64(q + 1);
+		/* out of a run, a packet's step is its size */
+		const unsigned n = (ones >> j & 1) ? 1 : k->step[j];
+		struct pts_packet *const pk = w->calls + w->ncalls++;
 
-		decode_one(tab, q, pts_load_le64(q + 1),
-			   (ones >> j & 1) ? 1 : k->step[j], dend, off + j,
-			   &scratch_lip, &bk, w->calls + w->ncalls, &hdr, &w1);
-		w->ncalls++;
+		if (__builtin_expect(!decode_timing(tab, q, raw, n, off + j,
+						    lip, pk), 0)) {
+			uint64_t hdr, w1, scratch_lip = lip;
+			uint8_t bk = 0;
+
+			decode_one(tab, q, raw, n, dend, off + j, &scratch_lip,
+				   &bk, pk, &hdr, &w1);
+		}
 	}
 }
 
