@@ -589,7 +589,8 @@ static PTS_AVX2 inline int decode_timing(const struct pts_fast_tab *tab,
 /* Skimming: the packets of block @k (at @b, stream offset @off) at the
  * bytes @starts (packets the walk stepped on) and @ones (one-byte packets
  * in the runs it crossed) go to the caller's hook, in stream order.
- * @lip: the last IP there (not changed by the kinds handed on). */
+ * @lip: the last IP there (not changed by the kinds handed on). @starts
+ * only with VBMI: their sizes come from k->step. */
 static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
 				    struct walk_out *w, const struct block *k,
 				    const uint8_t *b, const uint8_t *dend,
@@ -694,6 +695,10 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 	/* A copy the packet stores cannot alias: the sums stay in
 	 * registers. */
 	struct walk_out local = *out, *const w = &local;
+	/* CYCs handed on cross in runs too, then go to the hook from the
+	 * run's bits: a tenth of a capture's packets no longer end a run */
+	const int cyc_called =
+		skimming && w->actions[PTS_PKT_CYC] == PTS_SKIM_CALL;
 	const unsigned runs_of =
 		!skimming ? RUNS_ALL
 			  : (w->actions[PTS_PKT_TNT8] == PTS_SKIM_SKIP ? RUNS_TNT
@@ -701,15 +706,10 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 				    (w->actions[PTS_PKT_PAD] == PTS_SKIM_SKIP
 					     ? RUNS_PAD
 					     : 0) |
-				    (w->actions[PTS_PKT_CYC] != PTS_SKIM_KEEP &&
-						     w->actions[PTS_PKT_CYC] !=
-							     PTS_SKIM_STOP
+				    (w->actions[PTS_PKT_CYC] == PTS_SKIM_SKIP ||
+						     cyc_called
 					     ? RUNS_CYC
 					     : 0);
-	/* CYCs handed on cross in runs too, then go to the hook from the
-	 * run's bits: a tenth of a capture's packets no longer end a run */
-	const int cyc_called =
-		skimming && w->actions[PTS_PKT_CYC] == PTS_SKIM_CALL;
 	const uint8_t *const start = in->data + in->pos;
 	const uint8_t *const dend = in->data + in->size;
 	const uint8_t *b = start; /* the block */
@@ -740,8 +740,8 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			uint64_t hdr, w1;
 
 			/* with VBMI, back to the counted walk after each
-			 * packet taken one by one (MODEs, PSBs: a few a
-			 * block) */
+			 * packet taken by itself (a MODE, PSB+: rare, but
+			 * the rest of their block used to go one by one) */
 			if (classes && count_skimmed(tab, w, k, b, dend, &i,
 						     &lip, &runs, boff,
 						     called_ones))
