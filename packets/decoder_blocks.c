@@ -523,6 +523,19 @@ static inline int skim_one(struct walk_out *w, uint64_t hdr, uint64_t w1,
 	return 1;
 }
 
+/* A CYC of @n bytes (1..9, sized by the block) with first byte @c and
+ * the 8 bytes after it @raw: its header word and its value. */
+static inline uint64_t cyc_hdr(unsigned n)
+{
+	return PTS_PKT_CYC | (uint64_t)n << 8;
+}
+
+static PTS_AVX2 inline uint64_t cyc_value(uint8_t c, uint64_t raw,
+					  unsigned n)
+{
+	return pts_cyc_value(c, _bzhi_u64(raw, 8 * (n - 1)));
+}
+
 /* The packet at @q (next 8 bytes @raw) that the block sized @n (0: it
  * could not), decoded into @pk: by the table, for a CYC the block sized
  * from its bytes (skimming keeps CYCs for the clock: a tenth of a
@@ -546,11 +559,9 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 		return n;
 	}
 	if (n != 0 && (q[0] & 7) == 7) {
-		*hdr = PTS_PKT_CYC | n << 8;
+		*hdr = cyc_hdr(n);
 		*w1 = 0;
-		pts_fast_put(pk, off, *hdr,
-			     pts_cyc_value(q[0], _bzhi_u64(raw, 8 * (n - 1))),
-			     *w1);
+		pts_fast_put(pk, off, *hdr, cyc_value(q[0], raw, n), *w1);
 		return n;
 	}
 	n = pts_fast_rare(tab, q, (size_t)(dend - q), off, lip, bk, pk);
@@ -575,13 +586,9 @@ static PTS_AVX2 inline int decode_timing(const struct pts_fast_tab *tab,
 
 	if (!n || !(cyc | tab->size[q[0]]))
 		return 0;
-	const uint64_t value =
-		pts_cyc_value(q[0], _bzhi_u64(raw, 8 * (n - 1)));
-
-	pts_fast_put(pk, off,
-		     (cyc & (PTS_PKT_CYC | (uint64_t)n << 8)) |
-			     (~cyc & op->hdr),
-		     (cyc & value) | (~cyc & (op->c0 | (raw & op->mask))),
+	pts_fast_put(pk, off, (cyc & cyc_hdr(n)) | (~cyc & op->hdr),
+		     (cyc & cyc_value(q[0], raw, n)) |
+			     (~cyc & (op->c0 | (raw & op->mask))),
 		     ~cyc & (op->c1 | (lip & op->sel)));
 	return 1;
 }
