@@ -322,3 +322,46 @@ void pts_time_packets(struct pts_time *t, const struct pts_packet *pkts,
 			pts_time_packet(t, p, 0);
 	}
 }
+
+static void apply_cycs(struct pts_time *t, const uint64_t *cyc, int n)
+{
+	uint64_t sum = 0, fc = t->fc;
+	int i = 0;
+
+	for (int j = 0; j < n; j++)
+		sum += cyc[j];
+	t->cal_cyc_mtc += sum;
+	t->cal_cyc_tsc += sum;
+	if (!t->fcr) {
+		t->lost_cyc += (uint32_t)n;
+		return;
+	}
+	for (; i < n && !fc; i++)
+		fc = (adjust_cyc(t, cyc[i]) * t->fcr) >> PTS_TIME_FCR_SHIFT;
+	for (; i < n; i++)
+		fc += (cyc[i] * t->fcr) >> PTS_TIME_FCR_SHIFT;
+	t->fc = fc;
+	t->tsc = t->base + fc;
+}
+
+void pts_time_items(struct pts_time *t, const struct pts_skim_timing *items)
+{
+	const struct pts_packet *pkt = items->pkts;
+	uint64_t apart = items->mtc | items->pkt; /* the items not CYCs */
+	int i = 0;
+
+	for (;;) {
+		const int end = apart ? __builtin_ctzll(apart) : items->n;
+
+		if (end > i)
+			apply_cycs(t, items->value + i, end - i);
+		if (end == items->n)
+			return;
+		if (items->mtc >> end & 1)
+			apply_mtc(t, (uint8_t)items->value[end]);
+		else
+			pts_time_packet(t, pkt++, 0);
+		apart &= apart - 1;
+		i = end + 1;
+	}
+}

@@ -62,6 +62,10 @@ int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 void pts_time_packets(struct pts_time *t, const struct pts_packet *pkts,
 		      uint64_t which);
 
+/* Applies the timing packets of @items (pts_pkt_skim_batch()'s hook for
+ * packets handed on a block at a time), as pts_time_packets() would. */
+void pts_time_items(struct pts_time *t, const struct pts_skim_timing *items);
+
 /* The current time: returns 1 and sets *@tsc, or 0 before the first TSC. */
 int pts_time_now(const struct pts_time *t, uint64_t *tsc);
 

@@ -255,6 +255,16 @@ static void clock_packets(void *model, const struct pts_packet *pkts, int n)
 		m->win.packets += (uint64_t)n;
 }
 
+/* The same for the blocks it crosses 64 bytes at a time. */
+static void clock_items(void *model, const struct pts_skim_timing *items)
+{
+	struct pts_win_model *m = model;
+
+	pts_time_items(&m->time, items);
+	if (m->state == PTS_ST_ON)
+		m->win.packets += (uint64_t)items->n;
+}
+
 const uint8_t *pts_win_skim_actions(struct pts_win_model *m,
 				    struct pts_skim_call *call)
 {
@@ -263,6 +273,7 @@ const uint8_t *pts_win_skim_actions(struct pts_win_model *m,
 	if (!tab || m->ended || !call)
 		return NULL;
 	call->fn = clock_packets;
+	call->timing = clock_items;
 	call->ctx = m;
 	return m->skim[(tab - m->fast[0]) / 256];
 }

@@ -30,7 +30,9 @@
  * come from byte permutes, their sums from masks); another packet, and on
  * AVX2 every packet, is decoded by itself and kept, summed up or collected
  * for the caller's hook (handed on at the end of each block) without a
- * branch on its kind, then the counted walk goes on. Each is decoded
+ * branch on its kind, then the counted walk goes on. CYCs and MTCs go to
+ * the hook as bare values when it takes them so (struct pts_skim_timing):
+ * a packet record each cost `windows` as much as the clock itself. Each is decoded
  * straight into its place, chosen by the kind its first byte gives.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
@@ -470,7 +472,28 @@ struct walk_out {
 	int ncalls;
 	/* Skimming with VBMI: enum skim_class by kind (64 entries). */
 	const uint8_t *classes;
+	/* With @call->timing: the block's items (struct pts_skim_timing),
+	 * @nitems of them; @values NULL without it. */
+	uint64_t *values;
+	uint64_t item_mtc, item_pkt;
+	int nitems;
 };
+
+/* The packets a block handed on go to the caller's hook. */
+static inline void flush_calls(struct walk_out *w)
+{
+	if (w->values) {
+		const struct pts_skim_timing t = {w->values, w->item_mtc,
+						  w->item_pkt, w->calls,
+						  w->nitems};
+
+		w->call->timing(w->call->ctx, &t);
+	} else {
+		w->call->fn(w->call->ctx, w->calls, w->ncalls);
+	}
+	w->ncalls = w->nitems = 0;
+	w->item_mtc = w->item_pkt = 0;
+}
 
 /* Skimming: where the packet at @q goes, by the kind its first byte
  * gives (exact for all but the packets pts_fast_rare() decodes): to
@@ -515,7 +538,11 @@ static inline int skim_one(struct walk_out *w, uint64_t hdr, uint64_t w1,
 	is_tip &= -(uint64_t)((uint8_t)(hdr >> 16) != PTS_IPC_SUPPRESSED);
 	w->sum.last_ip = (is_tip & w1) | (~is_tip & w->sum.last_ip); /* u.ip.ip */
 	w->sum.has_ip |= (int)(is_tip & 1);
-	w->ncalls += action == PTS_SKIM_CALL;
+	const uint64_t called = action == PTS_SKIM_CALL;
+
+	w->ncalls += (int)called;
+	w->item_pkt |= called << w->nitems; /* as an item too */
+	w->nitems += (int)called;
 	*got += action == PTS_SKIM_KEEP || action == PTS_SKIM_STOP;
 	if (__builtin_expect(action != PTS_SKIM_STOP, 1))
 		return 0;
@@ -570,6 +597,13 @@ static PTS_AVX2 inline unsigned decode_one(const struct pts_fast_tab *tab,
 	return n;
 }
 
+/* All ones when @c is a CYC's first byte (bits 1:0 = 11: a CYC and
+ * nothing else), else 0. */
+static inline uint64_t cyc_mask(uint8_t c)
+{
+	return -(uint64_t)((c & 3) == 3);
+}
+
 /* A packet handed on at @q (next 8 bytes @raw), which the block sized @n,
  * decoded into @pk without a branch on its kind: nearly all are CYCs and
  * MTCs, in no order (a branch on them mispredicts often). Returns 0,
@@ -581,8 +615,7 @@ static PTS_AVX2 inline int decode_timing(const struct pts_fast_tab *tab,
 					 struct pts_packet *pk)
 {
 	const struct pts_fast_op *op = tab->ops + q[0];
-	/* bits 1:0 = 11 in the first byte: a CYC and nothing else */
-	const uint64_t cyc = -(uint64_t)((q[0] & 3) == 3);
+	const uint64_t cyc = cyc_mask(q[0]);
 
 	if (!n || !(cyc | tab->size[q[0]]))
 		return 0;
@@ -595,7 +628,8 @@ static PTS_AVX2 inline int decode_timing(const struct pts_fast_tab *tab,
 
 /* Skimming: the packets of block @k (at @b, stream offset @off) at the
  * bytes @starts (packets the walk stepped on) and @ones (one-byte packets
- * in the runs it crossed) go to the caller's hook, in stream order.
+ * in the runs it crossed) go to the caller's hook, in stream order: CYCs
+ * and MTCs as values when it takes them so, the rest as packets.
  * @lip: the last IP there (not changed by the kinds handed on). @starts
  * only with VBMI: their sizes come from k->step. */
 static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
@@ -608,8 +642,22 @@ static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
 		const unsigned j = (unsigned)_tzcnt_u64(m);
 		const uint8_t *const q = b + j;
 		const uint64_t raw = pts_load_le64(q + 1);
-		/* out of a run, a packet's step is its size */
-		const unsigned n = (ones >> j & 1) ? 1 : k->step[j];
+		/* out of a run, a packet's step is its size (by a mask: a
+		 * branch on it mispredicts as often) */
+		const unsigned one = (unsigned)(ones >> j & 1);
+		const unsigned n = one | (k->step[j] & (one - 1));
+		const uint64_t cyc = cyc_mask(q[0]);
+		const uint64_t mtc = q[0] == PTS_OPC_MTC;
+
+		if (w->values && __builtin_expect((cyc | mtc) != 0, 1)) {
+			/* by masks: CYCs and MTCs come in no order */
+			w->values[w->nitems] = (cyc & cyc_value(q[0], raw, n)) |
+					       (~cyc & (uint8_t)raw);
+			w->item_mtc |= mtc << w->nitems;
+			w->nitems++;
+			continue;
+		}
+		w->item_pkt |= 1ull << w->nitems++;
 		struct pts_packet *const pk = w->calls + w->ncalls++;
 
 		if (__builtin_expect(!decode_timing(tab, q, raw, n, off + j,
@@ -814,10 +862,8 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
 			w->sum.tnt_bits += tnt_results(b, runs & k->tnt, vbmi);
 			/* at most 64 packets start in a block */
-			if (w->ncalls) {
-				w->call->fn(w->call->ctx, w->calls, w->ncalls);
-				w->ncalls = 0;
-			}
+			if (w->ncalls | w->nitems)
+				flush_calls(w);
 		} else {
 			w->counts[PTS_PKT_TNT8] +=
 				(uint64_t)_mm_popcnt_u64(runs & k->tnt);
@@ -900,13 +946,19 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			 const struct pts_skim_ctx *skim, int *stop)
 {
 	struct pts_packet calls[BLOCK];
+	uint64_t values[BLOCK];
 	uint8_t classes[64];
 	/* Only the VBMI walk reads them (count_skimmed()). */
 	const int vbmi = tab->blocks == PTS_BLOCKS_VBMI;
-	struct walk_out w = {NULL,	 out,	     skim->actions,
-			     *skim->sum, stop,	     skim->call,
-			     skim->call ? calls : NULL, 0,
-			     vbmi ? classes : NULL};
+	struct walk_out w = {
+		.out = out,
+		.actions = skim->actions,
+		.sum = *skim->sum,
+		.stopped = stop,
+		.call = skim->call,
+		.calls = skim->call ? calls : NULL,
+		.classes = vbmi ? classes : NULL,
+		.values = skim->call && skim->call->timing ? values : NULL};
 
 	if (vbmi)
 		skim_classes(classes, skim->actions);
@@ -937,7 +989,7 @@ int pts_fast_count_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			  uint64_t *off, uint64_t *lip, uint8_t *blk,
 			  uint64_t *counts, int max)
 {
-	struct walk_out w = {counts, NULL, NULL, {0}, NULL, NULL, NULL, 0, NULL};
+	struct walk_out w = {.counts = counts};
 
 	return walk_blocks(tab, in, off, lip, blk, &w, max);
 }

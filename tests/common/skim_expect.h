@@ -15,6 +15,9 @@ void pts_test_skim_add(struct pts_skim *sum, const struct pts_packet *pk);
  * taking one by one against the expected ones. */
 struct pts_test_calls {
 	struct pts_packet *pkts;
+	/* 1: handed on as a bare value (struct pts_skim_timing): only its
+	 * kind and value are set */
+	uint8_t *bare;
 	size_t n, cap, taken;
 	int bad; /* handed on more than 64 at once, or none */
 };
@@ -26,11 +29,14 @@ struct pts_test_calls {
 int pts_test_skim_take(const uint8_t *actions, struct pts_skim *sum,
 		       struct pts_test_calls *c, const struct pts_packet *want);
 
-/* A struct pts_skim_call that records into @c (set up zeroed). */
-struct pts_skim_call pts_test_calls_hook(struct pts_test_calls *c);
+/* A struct pts_skim_call that records into @c (set up zeroed); with
+ * @items, CYCs and MTCs crossed 64 bytes at a time come as values
+ * (pts_skim_call.timing). */
+struct pts_skim_call pts_test_calls_hook(struct pts_test_calls *c,
+					 int items);
 
-/* Whether the next packet handed on is @want, byte for byte (and takes
- * it). */
+/* Whether the next packet handed on is @want, byte for byte, or by its
+ * kind and value when it came as one (and takes it). */
 int pts_test_calls_take(struct pts_test_calls *c,
 			const struct pts_packet *want);
 

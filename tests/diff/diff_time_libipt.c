@@ -41,8 +41,10 @@
  * the state itself is checked at each OVF for the documented behaviour:
  * ratio unchanged, measurements restarted.
  *
- * The fast path pts_time_packets() (runs of packets outside PSB+) is held
- * to pts_time_packet() on the same packets.
+ * The fast paths pts_time_packets() (runs of packets outside PSB+) and
+ * pts_time_items() (the same runs as a skim hands them on) are held to
+ * pts_time_packet() on the same packets, the latter in everything the
+ * clock holds.
  *
  * Calibration order: with MTCs seen since the last reset, libipt 2.0.5
  * keeps the MTC-based ratio at the next PSB+'s TSC; without MTCs it takes
@@ -167,6 +169,7 @@ struct side {
 	struct pts_time real; /* pts_time_packet(), as is */
 	struct pts_time cmp;  /* the same, ratio cleared at OVF (libipt 2.0.5) */
 	struct pts_time fast; /* pts_time_packets() outside PSB+ */
+	struct pts_time items; /* pts_time_items() outside PSB+ */
 	size_t next, next_fast;
 	uint64_t ovfs;
 };
@@ -176,7 +179,7 @@ static void side_reset(struct side *s, size_t from)
 	const struct time_conf *tc = s->tc;
 
 	pts_time_init(&s->real, tc->eax, tc->ebx, tc->mtc_freq, tc->nom_freq);
-	s->cmp = s->fast = s->real;
+	s->cmp = s->fast = s->items = s->real;
 	s->next = s->next_fast = from;
 }
 
@@ -187,7 +190,53 @@ static int is_timing(int kind)
 	       kind == PTS_PKT_CBR || kind == PTS_PKT_OVF;
 }
 
-/* The fast path: runs of up to 64 packets outside PSB+ at once. */
+/* The timing packets of @run (bit i of @which: @run[i]) as the items
+ * a skim hands on: CYCs and MTCs as values, the others as packets. */
+static void apply_items(struct pts_time *t, const struct pts_packet *run,
+			uint64_t which)
+{
+	uint64_t values[64], mtc = 0, pkt = 0;
+	struct pts_packet pkts[64];
+	int n = 0, np = 0;
+
+	for (; which; which &= which - 1) {
+		const struct pts_packet *p = &run[__builtin_ctzll(which)];
+
+		if (p->kind == PTS_PKT_CYC) {
+			values[n] = p->u.cyc;
+		} else if (p->kind == PTS_PKT_MTC) {
+			values[n] = p->u.mtc_ctc;
+			mtc |= 1ull << n;
+		} else {
+			pkts[np++] = *p;
+			pkt |= 1ull << n;
+		}
+		n++;
+	}
+	if (n) {
+		const struct pts_skim_timing items = {values, mtc, pkt, pkts,
+						      n};
+
+		pts_time_items(t, &items);
+	}
+}
+
+/* Whether two clocks fed alike agree in everything they hold. */
+static int same_clock(const struct pts_time *a, const struct pts_time *b)
+{
+	return a->tsc == b->tsc && a->base == b->base && a->fc == b->fc &&
+	       a->ctc == b->ctc && a->ctc_cyc == b->ctc_cyc &&
+	       a->have_tsc == b->have_tsc && a->have_tma == b->have_tma &&
+	       a->have_mtc == b->have_mtc && a->cbr == b->cbr &&
+	       a->last_cbr == b->last_cbr && a->lost_mtc == b->lost_mtc &&
+	       a->lost_cyc == b->lost_cyc && a->fcr == b->fcr &&
+	       a->cal_tsc == b->cal_tsc && a->cal_cyc_tsc == b->cal_cyc_tsc &&
+	       a->cal_cyc_mtc == b->cal_cyc_mtc && a->cal_ctc == b->cal_ctc &&
+	       a->cal_have_mtc == b->cal_have_mtc;
+}
+
+/* The fast paths: runs of up to 64 packets outside PSB+ at once, as
+ * packets and as items. */
 static void advance_fast(struct side *s, uint64_t cutoff)
 {
 	const struct trace *t = s->t;
@@ -198,6 +247,7 @@ static void advance_fast(struct side *s, uint64_t cutoff)
 
 		if (t->in_psb[i]) {
 			pts_time_packet(&s->fast, &t->v[i], 1);
+			pts_time_packet(&s->items, &t->v[i], 1);
 			s->next_fast++;
 			continue;
 		}
@@ -208,6 +258,7 @@ static void advance_fast(struct side *s, uint64_t cutoff)
 			k++;
 		}
 		pts_time_packets(&s->fast, &t->v[i], which);
+		apply_items(&s->items, &t->v[i], which);
 		s->next_fast += k;
 	}
 }
@@ -325,6 +376,13 @@ static void compare(struct run *r, uint64_t cutoff, const char *what)
 		       " ratio %" PRIu64,
 		       cutoff, s->fast.tsc, s->fast.fcr, s->real.tsc,
 		       s->real.fcr);
+	if (!same_clock(&s->items, &s->fast))
+		report(r,
+		       "pts_time_items before %#" PRIx64 ": %#" PRIx64
+		       " ratio %" PRIu64 " lost cyc %u, pts_time_packets: "
+		       "%#" PRIx64 " ratio %" PRIu64 " lost cyc %u",
+		       cutoff, s->items.tsc, s->items.fcr, s->items.lost_cyc,
+		       s->fast.tsc, s->fast.fcr, s->fast.lost_cyc);
 }
 
 #define K(kind) (1u << PTS_PKT_##kind)

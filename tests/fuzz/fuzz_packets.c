@@ -3,8 +3,9 @@
  *
  * Input layout: byte 0 options (bit 0 no_sync; bit 1 batch calls; bits 3:2
  * CPU, for errata: none, Skylake, Broadwell, Apollo Lake; bit 4 printer
- * --lastip), bytes 1-2 chunk seed, byte 3 largest chunk - 1, then the
- * trace. Shorter inputs are all trace with default options.
+ * --lastip; bit 5 skimming hands CYCs and MTCs on as values), bytes 1-2
+ * chunk seed, byte 3 largest chunk - 1, then the trace. Shorter inputs are
+ * all trace with default options.
  *
  * Invariants (abort on violation; libFuzzer and the replay test report it):
  * - packets lie inside the trace, 1..16 bytes, offsets strictly rising;
@@ -54,6 +55,7 @@ struct setup {
 	uint16_t seed;
 	size_t max_chunk;
 	uint8_t lastip;
+	uint8_t items; /* skimming hands CYCs and MTCs on as values */
 };
 
 static void parse_input(const uint8_t *data, size_t size, struct setup *s)
@@ -71,6 +73,7 @@ static void parse_input(const uint8_t *data, size_t size, struct setup *s)
 	s->batch = (data[0] & 2) ? 1 + data[1] % 64 : 0;
 	s->config.cpu = cpus[(data[0] >> 2) & 3];
 	s->lastip = (data[0] >> 4) & 1;
+	s->items = (data[0] >> 5) & 1;
 	s->seed = (uint16_t)(data[1] | data[2] << 8);
 	s->max_chunk = (size_t)data[3] + 1;
 	s->trace = data + HEADER;
@@ -262,7 +265,7 @@ static void check_skimming(const struct setup *s, const struct events *want)
 	struct pts_input in = {s->trace, 0, 0};
 	struct pts_skim sum = {0}, expect = {0};
 	struct pts_test_calls calls = {0};
-	const struct pts_skim_call hook = pts_test_calls_hook(&calls);
+	const struct pts_skim_call hook = pts_test_calls_hook(&calls, s->items);
 	uint8_t actions[PTS_PKT_KIND_COUNT];
 	struct pts_rng pick;
 	size_t fed = 0, at = 0;

@@ -338,6 +338,17 @@ enum pts_skim_action {
 	PTS_SKIM_CALL  /* handed to struct pts_skim_call, not stored */
 };
 
+/* Packets handed on (PTS_SKIM_CALL) as items in stream order: item i
+ * (of @n, at most 64) is an MTC whose payload (CTC[N+7:N]) is @value[i]
+ * when bit i of @mtc is set, the next packet of @pkts when bit i of @pkt
+ * is set, else a CYC of @value[i] cycles. */
+struct pts_skim_timing {
+	const uint64_t *value;
+	uint64_t mtc, pkt;
+	const struct pts_packet *pkts;
+	int n;
+};
+
 /* Where pts_pkt_skim_batch() hands the CALL packets: @fn(@ctx, pkts, n)
  * gets them as they are decoded, a few at a time (n <= 64) and all in
  * stream order, before the call returns. So they reach @fn before the
@@ -348,6 +359,13 @@ enum pts_skim_action {
 struct pts_skim_call {
 	void (*fn)(void *ctx, const struct pts_packet *pkts, int n);
 	void *ctx;
+	/* Optional (NULL: every packet goes to @fn): the packets handed on
+	 * while crossing 64 bytes at a time, with CYCs and MTCs as bare
+	 * values (struct pts_skim_timing), once per 64 bytes. Writing each
+	 * CYC and MTC out as a packet record cost as much as decoding the
+	 * rest of the stream. @fn still gets the packets handed on outside
+	 * those blocks, and between two calls of one the order holds. */
+	void (*timing)(void *ctx, const struct pts_skim_timing *t);
 };
 
 /* The packets pts_pkt_skim_batch() skipped: how many, and what a model of
