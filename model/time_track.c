@@ -323,6 +323,10 @@ void pts_time_packets(struct pts_time *t, const struct pts_packet *pkts,
 	}
 }
 
+/* A run of @n CYCs with no other timing packet among them, as
+ * apply_cyc() for each: fcr, base and the CTCs cannot change inside the
+ * run, so only the CYCs that meet fc at 0 need on_cyc()'s look at the MTC
+ * periods (adjust_cyc()), the others only add their ticks. */
 static void apply_cycs(struct pts_time *t, const uint64_t *cyc, int n)
 {
 	uint64_t sum = 0, fc = t->fc;

@@ -31,8 +31,8 @@
  * AVX2 every packet, is decoded by itself and kept, summed up or collected
  * for the caller's hook (handed on at the end of each block) without a
  * branch on its kind, then the counted walk goes on. CYCs and MTCs go to
- * the hook as bare values when it takes them so (struct pts_skim_timing):
- * a packet record each cost `windows` as much as the clock itself. Each is decoded
+ * the hook as bare values when it takes them so (struct pts_skim_timing),
+ * not as packet records (6-14% of `windows` on streams with CYC). Each is decoded
  * straight into its place, chosen by the kind its first byte gives.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
