@@ -245,27 +245,37 @@ static uint64_t adjust_cyc(struct pts_time *t, uint64_t cyc)
 	return cyc > old ? cyc - old : 0;
 }
 
-static int on_cyc(struct pts_time *t, uint64_t cyc)
+/* A run of @n CYCs with no other timing packet among them (one CYC: n = 1):
+ * the estimate and both calibration counters move. fcr, base and the CTCs
+ * cannot change inside the run, so only the CYCs that meet fc at 0 need a
+ * look at the MTC periods (adjust_cyc()), the others only add their
+ * ticks. Without a ratio the CYCs are lost. */
+static void apply_cycs(struct pts_time *t, const uint64_t *cyc, int n)
 {
+	uint64_t sum = 0, fc = t->fc;
+	int i = 0;
+
+	for (int j = 0; j < n; j++)
+		sum += cyc[j];
+	t->cal_cyc_mtc += sum;
+	t->cal_cyc_tsc += sum;
 	if (!t->fcr) {
-		t->lost_cyc++;
-		return 0;
+		t->lost_cyc += (uint32_t)n;
+		return;
 	}
-	if (!t->fc)
-		cyc = adjust_cyc(t, cyc);
-	t->fc += (cyc * t->fcr) >> PTS_TIME_FCR_SHIFT;
-	t->tsc = t->base + t->fc;
-	return t->have_tsc;
+	for (; i < n && !fc; i++)
+		fc = (adjust_cyc(t, cyc[i]) * t->fcr) >> PTS_TIME_FCR_SHIFT;
+	for (; i < n; i++)
+		fc += (cyc[i] * t->fcr) >> PTS_TIME_FCR_SHIFT;
+	t->fc = fc;
+	t->tsc = t->base + fc;
 }
 
-/* A CYC: the estimate and both calibration counters move. */
+/* One CYC; returns whether time moved. */
 static inline int apply_cyc(struct pts_time *t, uint64_t cyc)
 {
-	int moved = on_cyc(t, cyc);
-
-	t->cal_cyc_mtc += cyc;
-	t->cal_cyc_tsc += cyc;
-	return moved;
+	apply_cycs(t, &cyc, 1);
+	return t->fcr && t->have_tsc;
 }
 
 /* An MTC: calibration first (it compares with the last MTC), then time. */
@@ -321,31 +331,6 @@ void pts_time_packets(struct pts_time *t, const struct pts_packet *pkts,
 		else
 			pts_time_packet(t, p, 0);
 	}
-}
-
-/* A run of @n CYCs with no other timing packet among them, as
- * apply_cyc() for each: fcr, base and the CTCs cannot change inside the
- * run, so only the CYCs that meet fc at 0 need on_cyc()'s look at the MTC
- * periods (adjust_cyc()), the others only add their ticks. */
-static void apply_cycs(struct pts_time *t, const uint64_t *cyc, int n)
-{
-	uint64_t sum = 0, fc = t->fc;
-	int i = 0;
-
-	for (int j = 0; j < n; j++)
-		sum += cyc[j];
-	t->cal_cyc_mtc += sum;
-	t->cal_cyc_tsc += sum;
-	if (!t->fcr) {
-		t->lost_cyc += (uint32_t)n;
-		return;
-	}
-	for (; i < n && !fc; i++)
-		fc = (adjust_cyc(t, cyc[i]) * t->fcr) >> PTS_TIME_FCR_SHIFT;
-	for (; i < n; i++)
-		fc += (cyc[i] * t->fcr) >> PTS_TIME_FCR_SHIFT;
-	t->fc = fc;
-	t->tsc = t->base + fc;
 }
 
 void pts_time_items(struct pts_time *t, const struct pts_skim_timing *items)

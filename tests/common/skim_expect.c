@@ -56,7 +56,9 @@ static void record_items(void *ctx, const struct pts_skim_timing *t)
 	struct pts_test_calls *c = ctx;
 	const struct pts_packet *next = t->pkts;
 
-	if ((t->mtc & t->pkt) || !room(c, t->n))
+	/* an item is an MTC or a packet, not both */
+	c->bad |= (t->mtc & t->pkt) != 0;
+	if (c->bad || !room(c, t->n))
 		return;
 	for (int i = 0; i < t->n; i++, c->n++) {
 		struct pts_packet *p = &c->pkts[c->n];

@@ -19,7 +19,9 @@ struct pts_test_calls {
 	 * kind and value are set */
 	uint8_t *bare;
 	size_t n, cap, taken;
-	int bad; /* handed on more than 64 at once, or none */
+	/* handed on more than 64 at once or none, an item both an MTC and
+	 * a packet, an MTC payload over a byte */
+	int bad;
 };
 
 /* The next expected packet @want, by @actions: skipped ones go into @sum,
