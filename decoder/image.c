@@ -203,9 +203,19 @@ int pts_file_map(const char *path, void **ptr, size_t *len)
 	if (fd < 0)
 		return -PTS_ERR_IO;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+	int err = 0;
+	if (fstat(fd, &st) != 0)
+		err = -PTS_ERR_IO;
+	else if (!S_ISREG(st.st_mode)) /* errno says why (EISDIR...) */
+		err = (errno = S_ISDIR(st.st_mode) ? EISDIR : ENODEV,
+		       -PTS_ERR_IO);
+	else if (st.st_size <= 0)
+		err = -PTS_ERR_INVALID;
+	if (err) {
+		const int saved = errno;
 		close(fd);
-		return st.st_size == 0 ? -PTS_ERR_INVALID : -PTS_ERR_IO;
+		errno = saved;
+		return err;
 	}
 	/* Private and writable: libelf may fix up headers in place; our
 	 * pages stay copy-on-write and the file is never changed. */

@@ -50,7 +50,9 @@ int pts_image_map(struct pts_image *img, uint64_t cr3, const uint8_t *data,
 /* Hands a file mapping (munmap'd at free) to the image set. */
 int pts_image_keep_mmap(struct pts_image *img, void *ptr, size_t len);
 
-/* Maps the whole file @path privately; sets *@ptr and *@len. */
+/* Maps the whole file @path privately; sets *@ptr and *@len. On
+ * -PTS_ERR_IO errno says why (EISDIR for a directory, ENODEV for any
+ * other file that is not a regular one). */
 int pts_file_map(const char *path, void **ptr, size_t *len);
 
 /* ------------------------------------------------------------------------ */

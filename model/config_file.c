@@ -359,10 +359,11 @@ int pts_config_load(struct pts_config *cfg, const char *path, int *err_line)
 		if (got == 0)
 			break;
 	}
-	int failed = ferror(f);
+	const int failed = ferror(f), saved = errno; /* EISDIR... */
 	fclose(f);
 	if (failed) {
 		free(text);
+		errno = saved;
 		return -PTS_ERR_IO;
 	}
 	/* The directory part of @path ("" when there is none). */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { PTS_SOURCE_CHUNK = 1 << 20 };
@@ -38,7 +39,17 @@ int pts_source_open(const char *path, struct pts_source **src)
 	if (strcmp(path, "-") == 0) {
 		s->fd = STDIN_FILENO;
 	} else {
+		struct stat st;
+
 		s->fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* A directory opens, then fails at the first read: say so
+		 * here, with the file's name */
+		if (s->fd >= 0 && fstat(s->fd, &st) == 0 &&
+		    S_ISDIR(st.st_mode)) {
+			close(s->fd);
+			s->fd = -1;
+			errno = EISDIR;
+		}
 		if (s->fd < 0) {
 			int saved = errno;
 

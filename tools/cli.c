@@ -80,20 +80,31 @@ int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
 	return 0;
 }
 
+const char *pts_cli_errstr(int err)
+{
+	return err == -PTS_ERR_IO && errno ? strerror(errno)
+					   : pts_strerror(err);
+}
+
+const char *pts_cli_image_errstr(int raw, int err)
+{
+	if (raw && err == -PTS_ERR_INVALID)
+		return "expected FILE[:FROM[-TO]]:ADDR, FROM below TO, bytes "
+		       "inside the file, the range not wrapping around";
+	return pts_cli_errstr(err);
+}
+
 int pts_cli_open_trace(const char *cmd, const char *path,
 		       struct pts_source **src)
 {
+	errno = 0;
 	const int err = pts_source_open(path, src);
 
 	if (err >= 0)
 		return 0;
-	if (err == -PTS_ERR_IO)
-		pts_cli_error(cmd, "cannot open %s: %s",
-			      strcmp(path, "-") ? path : "standard input",
-			      strerror(errno));
-	else
-		pts_cli_error(cmd, "cannot open %s: %s", path,
-			      pts_strerror(err));
+	pts_cli_error(cmd, "cannot open %s: %s",
+		      strcmp(path, "-") ? path : "standard input",
+		      pts_cli_errstr(err));
 	return -1;
 }
 

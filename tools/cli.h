@@ -27,6 +27,15 @@ void pts_cli_error(const char *cmd, const char *fmt, ...)
 int pts_cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Why a library call failed with @err on a file: for an I/O error, the
+ * system's reason (errno, which the library leaves set then: "No such
+ * file or directory", not "input/output error"), else pts_strerror(). */
+const char *pts_cli_errstr(int err);
+
+/* pts_cli_errstr() for the argument of --elf (@raw 0) or --raw (@raw 1):
+ * for a --raw that does not parse or maps no bytes, the form it takes. */
+const char *pts_cli_image_errstr(int raw, int err);
+
 /* getopt_long() with our settings: no messages from getopt itself (we
  * print our own) and options only before the operands are not required
  * (GNU permutation stays on). @shortopts should start with ':'. */

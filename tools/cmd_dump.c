@@ -192,7 +192,7 @@ static int run(struct dump *d, struct pts_source *src)
 	pts_progress_end(&progress);
 	if (r < 0) {
 		pts_cli_error(cmd, "cannot read %s: %s", d->trace,
-			      pts_strerror(r));
+			      pts_cli_errstr(r));
 		status = PTS_EXIT_USAGE;
 	} else if (r == 0 && stuck(d, pts_dump_drain_end(&d->drain))) {
 		r = -1;

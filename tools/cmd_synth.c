@@ -494,7 +494,7 @@ int pts_cmd_synth(int argc, char **argv)
 		img = pts_image_new();
 		if (!img || (err = pts_image_add_elf_spec(img, 0, c.walk)) < 0) {
 			pts_cli_error(cmd, "%s: %s", c.walk,
-				      img ? pts_strerror(err) : "no memory");
+				      img ? pts_cli_errstr(err) : "no memory");
 			goto done;
 		}
 	}

@@ -147,8 +147,12 @@ static int apply_option(struct windows *w, int c, const char *arg)
 	switch (c) {
 	case 'E':
 		if (pts_enclave_parse(arg, &enc) < 0)
-			return pts_cli_usage_error(cmd, "--enclave: cannot parse "
-							"'%s'", arg);
+			return pts_cli_usage_error(
+				cmd,
+				"--enclave: cannot parse '%s' (expected "
+				"BEGIN-END:production|debug[,aep=ADDR]"
+				"[,eexit=ADDR]...[,name=N], BEGIN below END)",
+				arg);
 		if (pts_config_add_enclave(&w->config, &enc, 0) < 0)
 			return pts_cli_usage_error(cmd, "--enclave: '%s' not "
 							"added", arg);
@@ -257,7 +261,7 @@ static int add_image(struct windows *w, int c, const char *arg)
 	if (err < 0)
 		return pts_cli_usage_error(cmd, "%s %s: %s",
 					   c == 'L' ? "--elf" : "--raw", arg,
-					   pts_strerror(err));
+					   pts_cli_image_errstr(c != 'L', err));
 	return 0;
 }
 
@@ -275,7 +279,7 @@ static int add_config_image(struct windows *w, const struct pts_image_spec *s)
 	if (err < 0)
 		return pts_cli_usage_error(cmd, "%s: image %s: %s",
 					   w->config_path, s->path,
-					   pts_strerror(err));
+					   pts_cli_errstr(err));
 	return 0;
 }
 
@@ -342,10 +346,14 @@ static int parse_args(struct windows *w, int argc, char **argv)
 		w->trace = argv[optind];
 	if (w->config_path) {
 		err = pts_config_load(&w->config, w->config_path, &err_line);
+		if (err == -PTS_ERR_IO)
+			return pts_cli_usage_error(cmd, "cannot read %s: %s",
+						   w->config_path,
+						   pts_cli_errstr(err));
 		if (err < 0)
-			return pts_cli_usage_error(cmd, "%s%s%d: %s",
-						   w->config_path, ":",
-						   err_line, pts_strerror(err));
+			return pts_cli_usage_error(cmd, "%s:%d: %s",
+						   w->config_path, err_line,
+						   pts_strerror(err));
 		w->pkt_config.cpu = w->config.trace.cpu;
 		w->have_cfg = 1;
 		for (size_t i = 0; i < w->config.n_images; i++) {
@@ -414,7 +422,7 @@ static int run_raw(struct windows *w)
 	}
 	if (r < 0) {
 		pts_cli_error(cmd, "cannot read %s: %s", w->trace,
-			      pts_strerror(r));
+			      pts_cli_errstr(r));
 		status = PTS_EXIT_USAGE;
 	} else if (r == 0) {
 		struct pts_input none = {NULL, 0, 0};
@@ -490,7 +498,7 @@ static int run_perf(struct windows *w, int argc, char **argv)
 	err = pts_perf_open(w->trace, &perf, NULL);
 	if (err < 0) {
 		pts_cli_error(cmd, "cannot read %s: %s", w->trace,
-			      pts_strerror(err));
+			      pts_cli_errstr(err));
 		return PTS_EXIT_USAGE;
 	}
 	if (!w->config_path)

@@ -99,7 +99,12 @@ static int load_config(const char *cmd, const char *path,
 	int line = 0;
 	int err = pts_config_load(&cfg, path, &line);
 	if (err < 0) {
-		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
+		if (err == -PTS_ERR_IO)
+			pts_cli_error(cmd, "cannot read %s: %s", path,
+				      pts_cli_errstr(err));
+		else
+			pts_cli_error(cmd, "%s:%d: %s", path, line,
+				      pts_strerror(err));
 		pts_config_fini(&cfg);
 		return -1;
 	}
@@ -110,7 +115,8 @@ static int load_config(const char *cmd, const char *path,
 			      : pts_image_add_raw(o->img, 0, s->path, s->from,
 						  s->to, s->addr);
 		if (err < 0)
-			pts_cli_error(cmd, "%s: %s", s->path, pts_strerror(err));
+			pts_cli_error(cmd, "%s: image %s: %s", path, s->path,
+				      pts_cli_errstr(err));
 	}
 	if (!o->have_cpu)
 		o->cpu = cfg.trace.cpu;
@@ -143,7 +149,9 @@ int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 		err = opt == 'e' ? pts_image_add_elf_spec(o->img, 0, arg)
 				 : pts_image_add_raw_spec(o->img, 0, arg);
 		if (err < 0) {
-			pts_cli_error(cmd, "%s: %s", arg, pts_strerror(err));
+			pts_cli_error(cmd, "%s %s: %s",
+				      opt == 'e' ? "--elf" : "--raw", arg,
+				      pts_cli_image_errstr(opt == 'r', err));
 			return PTS_EXIT_USAGE;
 		}
 		return 0;
@@ -181,7 +189,7 @@ int pts_flow_drive(const char *cmd, struct pts_flow *flow,
 		}
 		int r = pts_trace_input_next(in, &chunk);
 		if (r < 0) {
-			pts_cli_error(cmd, "read error: %s", pts_strerror(r));
+			pts_cli_error(cmd, "read error: %s", pts_cli_errstr(r));
 			return PTS_EXIT_USAGE;
 		}
 		if (r == 0) {

@@ -6,6 +6,7 @@
 
 #include <ptscope/model.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,6 +265,10 @@ static void test_bad_lines(void)
 	pts_config_init(&cfg);
 	CHECK_EQ(pts_config_load(&cfg, "/nonexistent/x.cfg", NULL),
 		 -PTS_ERR_IO);
+	CHECK_EQ(errno, ENOENT);
+	errno = 0; /* a directory opens, then fails at the read */
+	CHECK_EQ(pts_config_load(&cfg, "/", NULL), -PTS_ERR_IO);
+	CHECK_EQ(errno, EISDIR);
 	CHECK_EQ(pts_config_write(NULL, NULL, stdout), -PTS_ERR_INVALID);
 	struct pts_enclave empty;
 	memset(&empty, 0, sizeof(empty));

@@ -5,6 +5,7 @@
 #include "check.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,15 @@ static void test_raw(void)
 	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
 	CHECK(pts_image_add_raw_spec(img, 0, "/nonexistent:0x1000") ==
 	      -PTS_ERR_IO);
+	CHECK(errno == ENOENT);
+	/* errno says why, for the message: not a stale or unset value */
+	errno = 0;
+	CHECK(pts_image_add_elf(img, 0, "/", 0) == -PTS_ERR_IO);
+	CHECK(errno == EISDIR);
+	errno = 0;
+	CHECK(pts_image_add_raw(img, 0, "/dev/null", 0, 0, 0x800000) ==
+	      -PTS_ERR_IO);
+	CHECK(errno == ENODEV);
 	CHECK(pts_image_add_raw_spec(img, 0, "nocolon") == -PTS_ERR_INVALID);
 	CHECK(pts_image_add_elf(img, 0, path, 0) == -PTS_ERR_BAD_FORMAT);
 	pts_image_free(img);

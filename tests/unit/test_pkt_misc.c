@@ -6,6 +6,7 @@
 
 #include "check.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,10 @@ static void source(void)
 	if (pts_source_open("/nonexistent/pts/trace", &src) != -PTS_ERR_IO ||
 	    src != NULL)
 		FAIL("missing file");
+	errno = 0;
+	if (pts_source_open("/", &src) != -PTS_ERR_IO || src != NULL ||
+	    errno != EISDIR)
+		FAIL("a directory is not a trace");
 	if (pts_source_open(NULL, &src) != -PTS_ERR_INVALID)
 		FAIL("NULL path");
 	pts_source_close(NULL);

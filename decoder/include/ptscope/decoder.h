@@ -69,7 +69,8 @@ void pts_image_free(struct pts_image *img);
  * addresses; another @base puts the lowest PT_LOAD address at @base (ptxed's
  * --elf FILE:BASE) and shifts symbols alike.
  * Returns the number of segments mapped (> 0).
- * Returns -PTS_ERR_IO when the file cannot be opened or mapped.
+ * Returns -PTS_ERR_IO when the file cannot be opened or mapped (errno says
+ * why; EISDIR for a directory, ENODEV for another non-regular file).
  * Returns -PTS_ERR_BAD_FORMAT when it is not an ELF file or has no PT_LOAD.
  * Returns -PTS_ERR_NOMEM, -PTS_ERR_INVALID (NULL arguments). */
 int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
@@ -78,7 +79,8 @@ int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
 /* Maps bytes [@from, @to) of the file @path at @addr (@to 0: to the end of
  * the file; ptxed's --raw FILE:FROM-TO:ADDR).
  * Returns 0.
- * Returns -PTS_ERR_IO when the file cannot be opened or mapped.
+ * Returns -PTS_ERR_IO when the file cannot be opened or mapped (errno says
+ * why; EISDIR for a directory, ENODEV for another non-regular file).
  * Returns -PTS_ERR_INVALID for an empty or out-of-file range, a range that
  * wraps the address space, or NULL arguments.
  * Returns -PTS_ERR_NOMEM. */

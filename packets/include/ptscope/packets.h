@@ -450,7 +450,7 @@ void pts_pkt_make_ip(struct pts_packet *pkt, int kind, uint64_t ip,
 struct pts_source;
 
 /* Opens @path ("-" = standard input). Returns 0 and sets *@src, or
- * -PTS_ERR_IO (errno kept) / -PTS_ERR_NOMEM. */
+ * -PTS_ERR_IO (errno kept; EISDIR for a directory) / -PTS_ERR_NOMEM. */
 int pts_source_open(const char *path, struct pts_source **src);
 /* Gives the next chunk in @chunk (pos 0; valid until the next call).
  * Returns 1 for a chunk, 0 at end of file, -PTS_ERR_IO on a read error. */
