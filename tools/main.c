@@ -76,12 +76,17 @@ int main(int argc, char **argv)
 	const char *name = argv[1];
 	if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 ||
 	    strcmp(name, "-h") == 0) {
-		if (argc > 2 && find(argv[2])) {
+		if (argc > 2) {
+			const struct subcommand *about = find(argv[2]);
 			char *help_argv[] = {argv[2], "--help", NULL};
-			return find(argv[2])->run(2, help_argv);
+
+			if (about)
+				return about->run(2, help_argv);
+			name = argv[2]; /* a typo: say so, not the usage alone */
+		} else {
+			usage(stdout);
+			return 0;
 		}
-		usage(stdout);
-		return 0;
 	}
 	if (strcmp(name, "--version") == 0) {
 		printf("ptscope %s\n", PTS_VERSION);
