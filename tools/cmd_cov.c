@@ -279,8 +279,10 @@ int pts_cmd_cov_input(int argc, char **argv, struct pts_trace_input *given)
 			 : pts_trace_input_open(cmd, argv[optind], &opened) < 0
 				 ? PTS_EXIT_USAGE
 				 : 0;
-	if (status == 0)
+	if (status == 0) {
+		pts_image_opts_note_empty(cmd, &io);
 		status = run(&c, io.img, &io, in);
+	}
 	pts_cov_free(c.cov);
 	pts_trace_input_close(&opened);
 	pts_image_free(io.img);

@@ -265,6 +265,7 @@ int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 		status = PTS_EXIT_USAGE;
 	if (status == PTS_EXIT_OK) {
 		struct pts_flow_config fc;
+		pts_image_opts_note_empty(cmd, &io);
 		pts_image_opts_flow_config(&io, &fc);
 		struct pts_flow *flow = pts_flow_new(&fc, img);
 		if (flow) {

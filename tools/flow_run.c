@@ -167,6 +167,16 @@ int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 	}
 }
 
+void pts_image_opts_note_empty(const char *cmd,
+			       const struct pts_image_opts *o)
+{
+	if (pts_image_generation(o->img) == 0)
+		fprintf(stderr,
+			"ptscope %s: note: no code given (--elf, --raw or "
+			"--config): no instruction can be decoded\n",
+			cmd);
+}
+
 int pts_flow_drive(const char *cmd, struct pts_flow *flow,
 		   struct pts_trace_input *in,
 		   int (*decode)(void *ctx, struct pts_flow *flow,

@@ -65,6 +65,11 @@ void pts_image_opts_flow_config(const struct pts_image_opts *o,
 int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 			 const char *arg);
 
+/* Before decoding: a note on standard error when the options gave no code
+ * at all, the likely reason why every instruction will be an error. */
+void pts_image_opts_note_empty(const char *cmd,
+			       const struct pts_image_opts *o);
+
 /* Decodes all of @in with @flow, handing each batch of records to @batch
  * (a nonzero return stops the decode). Read errors are printed as @cmd.
  * Returns 0, 1 when @batch stopped it, or PTS_EXIT_USAGE. */
