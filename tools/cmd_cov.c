@@ -8,6 +8,7 @@
 
 #include <ptscope/coverage.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,8 @@ static int write_bitmap(struct cov_cli *c)
 	if (f && fclose(f))
 		ok = 0;
 	if (!ok)
-		pts_cli_error(cmd, "cannot write %s", c->bitmap_path);
+		pts_cli_error(cmd, "cannot write %s: %s", c->bitmap_path,
+			      strerror(errno));
 	return ok ? 0 : -1;
 }
 

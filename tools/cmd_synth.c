@@ -8,6 +8,7 @@
 #include "synth/synth_run.h"
 #include "synth/topa_out.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,7 +391,8 @@ static FILE *open_out(const char *path)
 		return NULL;
 	FILE *f = fopen(path, "wb");
 	if (!f)
-		pts_cli_error(cmd, "cannot write %s", path);
+		pts_cli_error(cmd, "cannot write %s: %s", path,
+			      strerror(errno));
 	return f;
 }
 
@@ -429,7 +431,8 @@ static int write_config(struct synth_cli *c, struct pts_config *cfg)
 		int err = ok ? pts_config_add_image(cfg, &img) : -1;
 		free(kpath);
 		if (err < 0) {
-			pts_cli_error(cmd, "cannot write the kernel stub");
+			pts_cli_error(cmd, "cannot write the kernel stub: %s",
+				      strerror(errno));
 			return -1;
 		}
 	}
@@ -439,8 +442,9 @@ static int write_config(struct synth_cli *c, struct pts_config *cfg)
 	free(dir);
 	if (f && fclose(f))
 		err = -1;
-	if (err < 0)
-		pts_cli_error(cmd, "cannot write %s", c->config_out);
+	if (err < 0 && f) /* else open_out() said why */
+		pts_cli_error(cmd, "cannot write %s: %s", c->config_out,
+			      strerror(errno));
 	return err < 0 ? -1 : 0;
 }
 
@@ -611,7 +615,8 @@ int pts_cmd_synth(int argc, char **argv)
 done:
 	syn_truth_free(truth);
 	if (out && fclose(out) && status == PTS_EXIT_OK) {
-		pts_cli_error(cmd, "cannot write %s", c.output);
+		pts_cli_error(cmd, "cannot write %s: %s", c.output,
+			      strerror(errno));
 		status = PTS_EXIT_USAGE;
 	}
 	out = NULL;
@@ -623,10 +628,10 @@ done:
 					   c.walk ? "synth" : c.run_argv[0],
 					   c.perf_data, c.perf_zstd);
 	if (perr < 0) {
-		pts_cli_error(cmd, "cannot write %s%s", c.perf_data,
+		pts_cli_error(cmd, "cannot write %s: %s", c.perf_data,
 			      perr == -PTS_ERR_UNSUPPORTED
-				      ? ": ptscope was built without libzstd"
-				      : "");
+				      ? "ptscope was built without libzstd"
+				      : pts_cli_errstr(perr));
 		status = PTS_EXIT_USAGE;
 	}
 	if (ftruth)

@@ -9,6 +9,7 @@
 
 #include <ptscope/topa.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,7 +239,8 @@ static int run_linear(struct topa_cli *c)
 {
 	FILE *f = strcmp(c->out_path, "-") ? fopen(c->out_path, "wb") : stdout;
 	if (!f) {
-		pts_cli_error(cmd, "cannot create %s", c->out_path);
+		pts_cli_error(cmd, "cannot create %s: %s", c->out_path,
+			      strerror(errno));
 		return PTS_EXIT_USAGE;
 	}
 	struct pts_input chunk;
@@ -247,7 +249,8 @@ static int run_linear(struct topa_cli *c)
 		ok = fwrite(chunk.data, 1, chunk.size, f) == chunk.size;
 	ok &= (f == stdout ? fflush(f) : fclose(f)) == 0;
 	if (!ok) {
-		pts_cli_error(cmd, "cannot write %s", c->out_path);
+		pts_cli_error(cmd, "cannot write %s: %s", c->out_path,
+			      strerror(errno));
 		return PTS_EXIT_USAGE;
 	}
 	return PTS_EXIT_OK;
