@@ -9,10 +9,12 @@
 
 #include <ptscope/perfdata.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char cmd[] = "perf";
 
@@ -133,9 +135,20 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 
 	while ((c = pts_cli_getopt(argc, argv, ":f:qvh", longopts)) != -1) {
 		switch (c) {
-		case 'R':
+		case 'R': {
+			struct stat st;
+			/* a typo would only show as "files not found" */
+			const char *why = stat(optarg, &st) != 0
+						  ? strerror(errno)
+					  : !S_ISDIR(st.st_mode) ? "not a directory"
+								 : NULL;
+
+			if (why)
+				return pts_cli_usage_error(
+					cmd, "--sysroot %s: %s", optarg, why);
 			pc->sysroot = optarg;
 			break;
+		}
 		case 'M':
 			if (!strchr(optarg, '=') ||
 			    pc->nr_remaps == PTS_PERF_MAX_REMAPS)
