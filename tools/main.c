@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	const char *name = argv[1];
 	if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 ||
 	    strcmp(name, "-h") == 0) {
-		if (argc > 2) {
+		if (argc > 2 && strcmp(argv[2], "help") != 0) {
 			const struct subcommand *about = find(argv[2]);
 			char *help_argv[] = {argv[2], "--help", NULL};
 
