@@ -206,10 +206,11 @@ int pts_file_map(const char *path, void **ptr, size_t *len)
 	int err = 0;
 	if (fstat(fd, &st) != 0)
 		err = -PTS_ERR_IO;
-	else if (!S_ISREG(st.st_mode)) /* errno says why (EISDIR...) */
-		err = (errno = S_ISDIR(st.st_mode) ? EISDIR : ENODEV,
-		       -PTS_ERR_IO);
-	else if (st.st_size <= 0)
+	else if (!S_ISREG(st.st_mode)) {
+		/* errno, for the caller's message */
+		errno = S_ISDIR(st.st_mode) ? EISDIR : ENODEV;
+		err = -PTS_ERR_IO;
+	} else if (st.st_size <= 0)
 		err = -PTS_ERR_INVALID;
 	if (err) {
 		const int saved = errno;

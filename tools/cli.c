@@ -86,6 +86,16 @@ const char *pts_cli_errstr(int err)
 					   : pts_strerror(err);
 }
 
+void pts_cli_config_error(const char *cmd, const char *path, int line,
+			  int err)
+{
+	if (err == -PTS_ERR_IO)
+		pts_cli_error(cmd, "cannot read %s: %s", path,
+			      pts_cli_errstr(err));
+	else
+		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
+}
+
 const char *pts_cli_image_errstr(int raw, int err)
 {
 	if (raw && err == -PTS_ERR_INVALID)

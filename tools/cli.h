@@ -32,6 +32,11 @@ int pts_cli_usage_error(const char *cmd, const char *fmt, ...)
  * file or directory", not "input/output error"), else pts_strerror(). */
 const char *pts_cli_errstr(int err);
 
+/* Reports why the configuration file @path did not load: @err from
+ * pts_config_load(), @line where its parsing stopped. */
+void pts_cli_config_error(const char *cmd, const char *path, int line,
+			  int err);
+
 /* pts_cli_errstr() for the argument of --elf (@raw 0) or --raw (@raw 1):
  * for a --raw that does not parse or maps no bytes, the form it takes. */
 const char *pts_cli_image_errstr(int raw, int err);

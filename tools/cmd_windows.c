@@ -346,14 +346,11 @@ static int parse_args(struct windows *w, int argc, char **argv)
 		w->trace = argv[optind];
 	if (w->config_path) {
 		err = pts_config_load(&w->config, w->config_path, &err_line);
-		if (err == -PTS_ERR_IO)
-			return pts_cli_usage_error(cmd, "cannot read %s: %s",
-						   w->config_path,
-						   pts_cli_errstr(err));
-		if (err < 0)
-			return pts_cli_usage_error(cmd, "%s:%d: %s",
-						   w->config_path, err_line,
-						   pts_strerror(err));
+		if (err < 0) {
+			pts_cli_config_error(cmd, w->config_path, err_line,
+					     err);
+			return PTS_EXIT_USAGE;
+		}
 		w->pkt_config.cpu = w->config.trace.cpu;
 		w->have_cfg = 1;
 		for (size_t i = 0; i < w->config.n_images; i++) {

@@ -99,12 +99,7 @@ static int load_config(const char *cmd, const char *path,
 	int line = 0;
 	int err = pts_config_load(&cfg, path, &line);
 	if (err < 0) {
-		if (err == -PTS_ERR_IO)
-			pts_cli_error(cmd, "cannot read %s: %s", path,
-				      pts_cli_errstr(err));
-		else
-			pts_cli_error(cmd, "%s:%d: %s", path, line,
-				      pts_strerror(err));
+		pts_cli_config_error(cmd, path, line, err);
 		pts_config_fini(&cfg);
 		return -1;
 	}
