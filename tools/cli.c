@@ -86,6 +86,11 @@ const char *pts_cli_errstr(int err)
 					   : pts_strerror(err);
 }
 
+void pts_cli_write_error(const char *cmd, const char *path)
+{
+	pts_cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
+}
+
 void pts_cli_config_error(const char *cmd, const char *path, int line,
 			  int err)
 {

@@ -32,6 +32,10 @@ int pts_cli_usage_error(const char *cmd, const char *fmt, ...)
  * file or directory", not "input/output error"), else pts_strerror(). */
 const char *pts_cli_errstr(int err);
 
+/* Reports that @path could not be written, with the system's reason
+ * (errno, as fopen(), fwrite() or fclose() left it). */
+void pts_cli_write_error(const char *cmd, const char *path);
+
 /* Reports why the configuration file @path did not load: @err from
  * pts_config_load(), @line where its parsing stopped. */
 void pts_cli_config_error(const char *cmd, const char *path, int line,

@@ -8,7 +8,6 @@
 
 #include <ptscope/coverage.h>
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +111,7 @@ static int write_bitmap(struct cov_cli *c)
 	if (f && fclose(f))
 		ok = 0;
 	if (!ok)
-		pts_cli_error(cmd, "cannot write %s: %s", c->bitmap_path,
-			      strerror(errno));
+		pts_cli_write_error(cmd, c->bitmap_path);
 	return ok ? 0 : -1;
 }
 

@@ -391,8 +391,7 @@ static FILE *open_out(const char *path)
 		return NULL;
 	FILE *f = fopen(path, "wb");
 	if (!f)
-		pts_cli_error(cmd, "cannot write %s: %s", path,
-			      strerror(errno));
+		pts_cli_write_error(cmd, path);
 	return f;
 }
 
@@ -443,8 +442,7 @@ static int write_config(struct synth_cli *c, struct pts_config *cfg)
 	if (f && fclose(f))
 		err = -1;
 	if (err < 0 && f) /* else open_out() said why */
-		pts_cli_error(cmd, "cannot write %s: %s", c->config_out,
-			      strerror(errno));
+		pts_cli_write_error(cmd, c->config_out);
 	return err < 0 ? -1 : 0;
 }
 
@@ -615,8 +613,7 @@ int pts_cmd_synth(int argc, char **argv)
 done:
 	syn_truth_free(truth);
 	if (out && fclose(out) && status == PTS_EXIT_OK) {
-		pts_cli_error(cmd, "cannot write %s: %s", c.output,
-			      strerror(errno));
+		pts_cli_write_error(cmd, c.output);
 		status = PTS_EXIT_USAGE;
 	}
 	out = NULL;

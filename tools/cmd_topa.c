@@ -249,8 +249,7 @@ static int run_linear(struct topa_cli *c)
 		ok = fwrite(chunk.data, 1, chunk.size, f) == chunk.size;
 	ok &= (f == stdout ? fflush(f) : fclose(f)) == 0;
 	if (!ok) {
-		pts_cli_error(cmd, "cannot write %s: %s", c->out_path,
-			      strerror(errno));
+		pts_cli_write_error(cmd, c->out_path);
 		return PTS_EXIT_USAGE;
 	}
 	return PTS_EXIT_OK;
