@@ -86,6 +86,16 @@ const char *pts_cli_errstr(int err)
 					   : pts_strerror(err);
 }
 
+int pts_cli_parse_cpu(const char *cmd, const char *arg, struct pts_cpu *cpu)
+{
+	if (pts_cpu_parse(arg, cpu) < 0)
+		return pts_cli_usage_error(cmd,
+					   "--cpu: expected FAMILY/MODEL"
+					   "[/STEPPING] or none, got '%s'",
+					   arg);
+	return 0;
+}
+
 void pts_cli_write_error(const char *cmd, const char *path)
 {
 	pts_cli_error(cmd, "cannot write %s: %s", path, strerror(errno));

@@ -60,6 +60,10 @@ int pts_cli_bad_option(const char *cmd, int ret, char **argv);
 int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
 		      uint64_t max, uint64_t *value);
 
+/* Parses --cpu @arg (FAMILY/MODEL[/STEPPING] or none) into *@cpu.
+ * Returns 0, or prints why not and returns PTS_EXIT_USAGE. */
+int pts_cli_parse_cpu(const char *cmd, const char *arg, struct pts_cpu *cpu);
+
 /* Opens the trace @path ("-" = standard input) with pts_source_open().
  * Returns 0, or prints why not and returns -1. */
 int pts_cli_open_trace(const char *cmd, const char *path,

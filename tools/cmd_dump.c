@@ -90,11 +90,8 @@ static int parse_args(struct dump *d, int argc, char **argv)
 			d->popts.show_offset = 0;
 			break;
 		case 'C':
-			if (pts_cpu_parse(optarg, &d->config.cpu) < 0)
-				return pts_cli_usage_error(
-					cmd, "--cpu: expected FAMILY/MODEL"
-					     "[/STEPPING] or none, got '%s'",
-					optarg);
+			if (pts_cli_parse_cpu(cmd, optarg, &d->config.cpu))
+				return PTS_EXIT_USAGE;
 			break;
 		case 'S':
 			d->config.no_sync = 1;

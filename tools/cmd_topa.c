@@ -479,12 +479,8 @@ static int parse_command(struct topa_cli *c, int argc, char **argv,
 			c->popts.show_offset = 0;
 			break;
 		case 'C':
-			if (pts_cpu_parse(optarg, &c->config.cpu) < 0)
-				return pts_cli_usage_error(
-					cmd,
-					"--cpu: expected FAMILY/MODEL"
-					"[/STEPPING] or none, got '%s'",
-					optarg);
+			if (pts_cli_parse_cpu(cmd, optarg, &c->config.cpu))
+				return PTS_EXIT_USAGE;
 			break;
 		case 'q':
 			c->quiet = 1;

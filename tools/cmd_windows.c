@@ -206,9 +206,8 @@ static int apply_option(struct windows *w, int c, const char *arg)
 		tc->known |= PTS_CFG_MTCFREQ;
 		return 0;
 	case 'C':
-		if (pts_cpu_parse(arg, &tc->cpu) < 0)
-			return pts_cli_usage_error(cmd, "--cpu: expected FAMILY/"
-							"MODEL[/STEPPING] or none");
+		if (pts_cli_parse_cpu(cmd, arg, &tc->cpu))
+			return PTS_EXIT_USAGE;
 		w->pkt_config.cpu = tc->cpu;
 		return 0;
 	default:

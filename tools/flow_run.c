@@ -153,8 +153,8 @@ int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 	case 'c':
 		return load_config(cmd, arg, o) < 0 ? PTS_EXIT_USAGE : 0;
 	case 'C':
-		if (pts_cpu_parse(arg, &o->cpu) < 0)
-			return pts_cli_usage_error(cmd, "bad cpu '%s'", arg);
+		if (pts_cli_parse_cpu(cmd, arg, &o->cpu))
+			return PTS_EXIT_USAGE;
 		o->have_cpu = 1;
 		return 0;
 	default:
