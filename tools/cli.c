@@ -86,6 +86,37 @@ const char *pts_cli_errstr(int err)
 					   : pts_strerror(err);
 }
 
+int pts_cli_parse_choice(const char *cmd, const char *opt, const char *arg,
+			 const char *const *names, int *index)
+{
+	char list[256];
+	size_t len = 0;
+	int n = 0;
+
+	for (; names[n]; n++)
+		if (strcmp(arg, names[n]) == 0) {
+			*index = n;
+			return 0;
+		}
+	list[0] = 0;
+	for (int i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+					i == 0	       ? ""
+					: i == n - 1 ? " or "
+						     : ", ",
+					names[i]);
+	return pts_cli_usage_error(cmd, "%s: expected %s, got '%s'", opt, list,
+				   arg);
+}
+
+int pts_cli_parse_format(const char *cmd, const char *arg, const char *text,
+			 int *jsonl)
+{
+	const char *const names[] = {text, "jsonl", NULL};
+
+	return pts_cli_parse_choice(cmd, "--format", arg, names, jsonl);
+}
+
 int pts_cli_parse_cpu(const char *cmd, const char *arg, struct pts_cpu *cpu)
 {
 	if (pts_cpu_parse(arg, cpu) < 0)

@@ -60,6 +60,17 @@ int pts_cli_bad_option(const char *cmd, int ret, char **argv);
 int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
 		      uint64_t max, uint64_t *value);
 
+/* Which of the NULL-terminated @names option @opt's @arg is: its index
+ * into *@index. Otherwise prints the choices ("--format: expected ptdump
+ * or jsonl, got 'x'") and returns PTS_EXIT_USAGE. */
+int pts_cli_parse_choice(const char *cmd, const char *opt, const char *arg,
+			 const char *const *names, int *index);
+
+/* --format @arg of a command that prints @text or jsonl: *@jsonl 0 or 1.
+ * Returns 0, or prints the choices and returns PTS_EXIT_USAGE. */
+int pts_cli_parse_format(const char *cmd, const char *arg, const char *text,
+			 int *jsonl);
+
 /* Parses --cpu @arg (FAMILY/MODEL[/STEPPING] or none) into *@cpu.
  * Returns 0, or prints why not and returns PTS_EXIT_USAGE. */
 int pts_cli_parse_cpu(const char *cmd, const char *arg, struct pts_cpu *cpu);

@@ -11,12 +11,10 @@
 
 static const char cmd[] = "dump";
 
-enum dump_format { FORMAT_PTDUMP, FORMAT_JSONL };
-
 /* Output space reserved per line: far above the longest line we print. */
 #define LINE_MAX_ 1024
 struct dump {
-	enum dump_format format;
+	int jsonl; /* --format jsonl, else ptdump */
 	int quiet;
 	struct pts_print_opts popts;
 	struct pts_pkt_config config;
@@ -73,15 +71,9 @@ static int parse_args(struct dump *d, int argc, char **argv)
 	while ((c = pts_cli_getopt(argc, argv, ":f:qh", longopts)) != -1) {
 		switch (c) {
 		case 'f':
-			if (strcmp(optarg, "ptdump") == 0)
-				d->format = FORMAT_PTDUMP;
-			else if (strcmp(optarg, "jsonl") == 0)
-				d->format = FORMAT_JSONL;
-			else
-				return pts_cli_usage_error(
-					cmd, "--format: expected ptdump or "
-					     "jsonl, got '%s'",
-					optarg);
+			if (pts_cli_parse_format(cmd, optarg, "ptdump",
+						 &d->jsonl))
+				return PTS_EXIT_USAGE;
 			break;
 		case 'L':
 			d->popts.show_lastip = 1;
@@ -123,7 +115,7 @@ static void emit_packets(void *ctx, const struct pts_packet *pkts, int n)
 		char *p = pts_out_reserve(&d->out, LINE_MAX_);
 		const size_t room = pts_out_room(&d->out) - 1; /* '\n' */
 		pts_out_line(&d->out, p,
-			     d->format == FORMAT_JSONL
+			     d->jsonl
 				     ? pts_print_jsonl(&pkts[i], p, room)
 				     : pts_print_ptdump(&pkts[i], &d->popts,
 							&d->drain.lip, p, room));
@@ -138,7 +130,7 @@ static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
 	const size_t room = pts_out_room(&d->out) - 1;
 
 	pts_out_line(&d->out, p,
-		     d->format == FORMAT_JSONL
+		     d->jsonl
 			     ? pts_print_jsonl_error(err, begin, end, p, room)
 			     : pts_print_ptdump_error(err, begin, end, p, room));
 }

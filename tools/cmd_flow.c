@@ -29,9 +29,9 @@ static void help(void)
 	       "                            or its lowest segment at BASE)\n"
 	       "  --raw FILE[:FROM[-TO]]:ADDR  file bytes [FROM, TO) at ADDR\n"
 	       "  --config FILE             trace configuration (images, cpu)\n"
-	       "  --format ptxed|jsonl|blocks  output (default ptxed)\n"
+	       "  -f, --format ptxed|jsonl|blocks  output (default ptxed)\n"
 	       "  --no-inst                 ptxed: addresses only\n"
-	       "  --quiet                   decode, print only counts and speed\n"
+	       "  -q, --quiet               decode, print only counts and speed\n"
 	       "  --cpu FAMILY/MODEL[/STEPPING]|none  errata to apply\n"
 	       "  --resync-on-error         go on at the next PSB after an error\n"
 	       "                            (default: stop at the first error)\n");
@@ -225,7 +225,7 @@ int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 	}
 	int status = PTS_EXIT_OK, opt;
 	while (status == PTS_EXIT_OK &&
-	       (opt = pts_cli_getopt(argc, argv, ":h", longopts)) != -1) {
+	       (opt = pts_cli_getopt(argc, argv, ":f:qh", longopts)) != -1) {
 		switch (opt) {
 		case 'e':
 		case 'r':
@@ -233,17 +233,17 @@ int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 		case 'C':
 			status = pts_image_opts_apply(cmd, &io, opt, optarg);
 			break;
-		case 'f':
-			if (strcmp(optarg, "ptxed") == 0)
-				o.format = FMT_PTXED;
-			else if (strcmp(optarg, "jsonl") == 0)
-				o.format = FMT_JSONL;
-			else if (strcmp(optarg, "blocks") == 0)
-				o.format = FMT_BLOCKS;
-			else
-				status = pts_cli_usage_error(
-					cmd, "unknown format '%s'", optarg);
+		case 'f': {
+			/* in enum format's order */
+			static const char *const names[] = {"ptxed", "jsonl",
+							    "blocks", NULL};
+			int i = 0;
+
+			status = pts_cli_parse_choice(cmd, "--format", optarg,
+						      names, &i);
+			o.format = (enum format)i;
 			break;
+		}
 		case 'n': o.no_inst = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'R': o.resync = 1; break;

@@ -167,16 +167,15 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 				return PTS_EXIT_USAGE;
 			break;
 		case 'f': {
+			/* in enum perf_format's order, after FORMAT_DEFAULT */
 			static const char *const names[] = {
-				"", "ptdump", "jsonl", "ptxed", "perf", "text"};
-			pc->format = FORMAT_DEFAULT;
-			for (int i = 1; i < 6; i++)
-				if (strcmp(optarg, names[i]) == 0)
-					pc->format = (enum perf_format)i;
-			if (pc->format == FORMAT_DEFAULT)
-				return pts_cli_usage_error(
-					cmd, "--format: unknown format '%s'",
-					optarg);
+				"ptdump", "jsonl", "ptxed", "perf", "text", NULL};
+			int i;
+
+			if (pts_cli_parse_choice(cmd, "--format", optarg,
+						 names, &i))
+				return PTS_EXIT_USAGE;
+			pc->format = (enum perf_format)(FORMAT_DEFAULT + 1 + i);
 			break;
 		}
 		case 'n':

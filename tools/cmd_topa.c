@@ -464,13 +464,9 @@ static int parse_command(struct topa_cli *c, int argc, char **argv,
 			c->out_path = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "ptdump") && strcmp(optarg, "jsonl"))
-				return pts_cli_usage_error(
-					cmd,
-					"--format: expected ptdump or "
-					"jsonl, got '%s'",
-					optarg);
-			c->jsonl = optarg[0] == 'j';
+			if (pts_cli_parse_format(cmd, optarg, "ptdump",
+						 &c->jsonl))
+				return PTS_EXIT_USAGE;
 			break;
 		case 'L':
 			c->popts.show_lastip = 1;

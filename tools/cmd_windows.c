@@ -312,14 +312,9 @@ static int parse_args(struct windows *w, int argc, char **argv)
 				return err;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") == 0)
-				w->opts.jsonl = 0;
-			else if (strcmp(optarg, "jsonl") == 0)
-				w->opts.jsonl = 1;
-			else
-				return pts_cli_usage_error(
-					cmd, "--format: expected text or "
-					     "jsonl, got '%s'", optarg);
+			if (pts_cli_parse_format(cmd, optarg, "text",
+						 &w->opts.jsonl))
+				return PTS_EXIT_USAGE;
 			break;
 		case 'h':
 			help();

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 struct pts_winrep_opts {
-	uint8_t jsonl;    /* 0: text table */
+	int jsonl;        /* 0: text table */
 	uint8_t verify;   /* print violations (else only count them) */
 	uint8_t have_map; /* an enclave map was given (else a note) */
 	uint64_t tsc_hz;  /* 0: times in TSC ticks only */
