@@ -117,6 +117,27 @@ int pts_cli_parse_format(const char *cmd, const char *arg, const char *text,
 	return pts_cli_parse_choice(cmd, "--format", arg, names, jsonl);
 }
 
+int pts_cli_trace_operand(const char *cmd, int argc, char **argv, int first,
+			  const char **trace)
+{
+	if (first >= argc)
+		return pts_cli_usage_error(cmd, "no trace given");
+	if (first + 1 < argc)
+		return pts_cli_usage_error(cmd, "one trace only, got '%s' too",
+					   argv[first + 1]);
+	*trace = argv[first];
+	return 0;
+}
+
+int pts_cli_no_operand(const char *cmd, int argc, char **argv, int first)
+{
+	if (first < argc)
+		return pts_cli_usage_error(
+			cmd, "unexpected '%s': the trace is given already",
+			argv[first]);
+	return 0;
+}
+
 int pts_cli_parse_cpu(const char *cmd, const char *arg, struct pts_cpu *cpu)
 {
 	if (pts_cpu_parse(arg, cpu) < 0)

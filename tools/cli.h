@@ -71,6 +71,16 @@ int pts_cli_parse_choice(const char *cmd, const char *opt, const char *arg,
 int pts_cli_parse_format(const char *cmd, const char *arg, const char *text,
 			 int *jsonl);
 
+/* The operands from argv[@first] on: exactly one trace, else says what is
+ * wrong ("no trace given", "one trace only, got 'B' too"). Returns 0 with
+ * *@trace, or PTS_EXIT_USAGE. */
+int pts_cli_trace_operand(const char *cmd, int argc, char **argv, int first,
+			  const char **trace);
+
+/* No operands from argv[@first] on, where the input is given otherwise
+ * (ToPA, perf.data). Returns 0, or says so and returns PTS_EXIT_USAGE. */
+int pts_cli_no_operand(const char *cmd, int argc, char **argv, int first);
+
 /* Parses --cpu @arg (FAMILY/MODEL[/STEPPING] or none) into *@cpu.
  * Returns 0, or prints why not and returns PTS_EXIT_USAGE. */
 int pts_cli_parse_cpu(const char *cmd, const char *arg, struct pts_cpu *cpu);

@@ -264,19 +264,21 @@ int pts_cmd_cov_input(int argc, char **argv, struct pts_trace_input *given)
 	}
 	int status = parse(&c, &io, argc, argv);
 	const int operands = argc - optind;
-	if (status == 0 && (given || c.topa_desc) && operands)
-		status = pts_cli_usage_error(cmd, "unexpected '%s'",
-					     argv[optind]);
-	else if (status == 0 && !given && !c.topa_desc && operands != 1)
-		status = pts_cli_usage_error(cmd, "expected one TRACE or "
-						  "--topa FILE");
+	const char *trace = NULL;
+	if (status == 0 && (given || c.topa_desc))
+		status = pts_cli_no_operand(cmd, argc, argv, optind);
+	else if (status == 0 && !operands)
+		status = pts_cli_usage_error(cmd, "no trace given (TRACE or "
+						  "--topa FILE)");
+	else if (status == 0)
+		status = pts_cli_trace_operand(cmd, argc, argv, optind, &trace);
 	if (status == 0 && given && c.topa_desc)
 		status = pts_cli_usage_error(cmd, "--topa: the input is "
 						  "given already");
 	if (status == 0 && !given)
 		status = c.topa_desc ? pts_trace_input_open_topa(
 					       cmd, c.topa_desc, &opened)
-			 : pts_trace_input_open(cmd, argv[optind], &opened) < 0
+			 : pts_trace_input_open(cmd, trace, &opened) < 0
 				 ? PTS_EXIT_USAGE
 				 : 0;
 	if (status == 0) {

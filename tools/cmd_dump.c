@@ -98,13 +98,7 @@ static int parse_args(struct dump *d, int argc, char **argv)
 			return pts_cli_bad_option(cmd, c, argv);
 		}
 	}
-	if (optind >= argc)
-		return pts_cli_usage_error(cmd, "no trace given");
-	if (optind + 1 < argc)
-		return pts_cli_usage_error(cmd, "one trace only, got '%s' too",
-					   argv[optind + 1]);
-	d->trace = argv[optind];
-	return 0;
+	return pts_cli_trace_operand(cmd, argc, argv, optind, &d->trace);
 }
 
 static void emit_packets(void *ctx, const struct pts_packet *pkts, int n)

@@ -256,12 +256,14 @@ int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 			break;
 		}
 	}
-	if (status == PTS_EXIT_OK && optind != argc - !given)
-		status = pts_cli_usage_error(cmd, given ? "no TRACE here"
-							: "expected one TRACE");
+	const char *trace = NULL;
+	if (status == PTS_EXIT_OK)
+		status = given ? pts_cli_no_operand(cmd, argc, argv, optind)
+			       : pts_cli_trace_operand(cmd, argc, argv, optind,
+						       &trace);
 	struct pts_trace_input opened = {0}, *src = given ? given : &opened;
 	if (status == PTS_EXIT_OK && !given &&
-	    pts_trace_input_open(cmd, argv[optind], &opened) < 0)
+	    pts_trace_input_open(cmd, trace, &opened) < 0)
 		status = PTS_EXIT_USAGE;
 	if (status == PTS_EXIT_OK) {
 		struct pts_flow_config fc;

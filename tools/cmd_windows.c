@@ -327,17 +327,13 @@ static int parse_args(struct windows *w, int argc, char **argv)
 			break;
 		}
 	}
-	if (w->in && (optind < argc || w->perf))
+	if (w->in && w->perf)
 		return pts_cli_usage_error(cmd, "the trace is given already");
 	if (w->in)
 		w->trace = "ToPA buffer";
-	else if (optind >= argc)
-		return pts_cli_usage_error(cmd, "no trace given");
-	if (optind + 1 < argc)
-		return pts_cli_usage_error(cmd, "one trace only, got '%s' too",
-					   argv[optind + 1]);
-	if (!w->in)
-		w->trace = argv[optind];
+	if (w->in ? pts_cli_no_operand(cmd, argc, argv, optind)
+		  : pts_cli_trace_operand(cmd, argc, argv, optind, &w->trace))
+		return PTS_EXIT_USAGE;
 	if (w->config_path) {
 		err = pts_config_load(&w->config, w->config_path, &err_line);
 		if (err < 0) {
