@@ -181,16 +181,17 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 		case 'n':
 			pc->no_inst = 1;
 			break;
-		case 'Q':
-			if (strcmp(optarg, "time") == 0)
-				pc->order_by = ORDER_TIME;
-			else if (strcmp(optarg, "queue") == 0)
-				pc->order_by = ORDER_QUEUE;
-			else
-				return pts_cli_usage_error(
-					cmd, "--order: expected time or queue, "
-					     "got '%s'", optarg);
+		case 'Q': {
+			static const char *const names[] = {"time", "queue",
+							    NULL};
+			int i;
+
+			if (pts_cli_parse_choice(cmd, "--order", optarg, names,
+						 &i))
+				return PTS_EXIT_USAGE;
+			pc->order_by = i ? ORDER_QUEUE : ORDER_TIME;
 			break;
+		}
 		case 'V':
 			pc->verify = 1;
 			break;

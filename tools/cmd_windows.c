@@ -91,18 +91,19 @@ static void help(void)
 
 /* --- options ---------------------------------------------------------------- */
 
+/* --ring: RTIT_CTL's User and OS bits (TraceEn and BranchEn too when no
+ * --ctl came first). Returns 0, or PTS_EXIT_USAGE after saying why. */
 static int set_ring(struct pts_trace_config *tc, const char *arg)
 {
-	uint64_t bits;
+	static const char *const names[] = {"user", "kernel", "both", NULL};
+	static const uint64_t ring_bits[] = {PTS_CTL_USER, PTS_CTL_OS,
+					     PTS_CTL_USER | PTS_CTL_OS};
+	int i;
 
-	if (strcmp(arg, "user") == 0)
-		bits = PTS_CTL_USER;
-	else if (strcmp(arg, "kernel") == 0)
-		bits = PTS_CTL_OS;
-	else if (strcmp(arg, "both") == 0)
-		bits = PTS_CTL_USER | PTS_CTL_OS;
-	else
-		return -1;
+	if (pts_cli_parse_choice(cmd, "--ring", arg, names, &i))
+		return PTS_EXIT_USAGE;
+	const uint64_t bits = ring_bits[i];
+
 	if (!(tc->known & PTS_CFG_CTL))
 		tc->ctl = PTS_CTL_TRACEEN | PTS_CTL_BRANCHEN;
 	tc->ctl = (tc->ctl & ~(PTS_CTL_OS | PTS_CTL_USER)) | bits;
@@ -165,10 +166,7 @@ static int apply_option(struct windows *w, int c, const char *arg)
 		tc->known |= PTS_CFG_CTL;
 		return 0;
 	case 'r':
-		if (set_ring(tc, arg) < 0)
-			return pts_cli_usage_error(cmd, "--ring: expected user, "
-							"kernel or both");
-		return 0;
+		return set_ring(tc, arg);
 	case 'F':
 	case 'S': {
 		int err = pts_config_add_range(
