@@ -3,6 +3,7 @@
  * return stack; stops before the IP of a FUP for async events. */
 #include "cov_walk.h"
 #include "flow_internal.h"
+#include "text_cache.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,6 +87,7 @@ void pts_flow_free(struct pts_flow *flow)
 	pts_block_cache_free(flow->cache);
 	pts_pkt_decoder_free(flow->pkt);
 	free(flow->fmap);
+	pts_text_cache_free(flow->texts);
 	free(flow);
 }
 

@@ -42,6 +42,8 @@ enum flow_state {
 	ST_DONE      /* the trace ended */
 };
 
+struct pts_text_cache;
+
 struct pts_flow {
 	const struct pts_image *img;
 	uint64_t img_gen;
@@ -140,6 +142,9 @@ struct pts_flow {
 	uint64_t fmap_cr3;
 	uint8_t fmap_mode;
 	bool fmap_valid;
+
+	/* pts_flow_disasm()'s texts, made by its first call. */
+	struct pts_text_cache *texts;
 };
 
 /* Queue access: the @i-th packet ahead (NULL when not there). */

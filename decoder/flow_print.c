@@ -1,6 +1,7 @@
 /* Flow records as text: event names, ptxed's event spellings, lazy
  * disassembly of delivered instructions. */
 #include "flow_internal.h"
+#include "text_cache.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -24,13 +25,26 @@ int pts_flow_disasm(struct pts_flow *flow, const struct pts_flow_rec *rec,
 {
 	if (!flow || !rec || !out || rec->kind != PTS_FLOW_INSNS || i >= rec->n)
 		return -PTS_ERR_INVALID;
+	const struct pts_text_key k = {rec->ips[i], rec->cr3, rec->mode,
+				       rec->sizes[i]};
+	if (!flow->texts)
+		flow->texts = pts_text_cache_new();
+	if (flow->texts) {
+		int n = pts_text_cache_find(flow->texts, flow->img, &k, out,
+					    cap);
+		if (n != -1)
+			return n;
+	}
 	uint8_t bytes[15];
 	int n = pts_image_fetch(flow->img, rec->cr3, rec->ips[i], bytes,
 				rec->sizes[i]);
 	if (n < 0)
 		return n;
-	return pts_insn_disasm(flow->cls, rec->mode, rec->ips[i], bytes,
-			       (size_t)n, out, cap);
+	n = pts_insn_disasm(flow->cls, rec->mode, rec->ips[i], bytes,
+			    (size_t)n, out, cap);
+	if (flow->texts)
+		pts_text_cache_put(flow->texts, &k, out, n);
+	return n;
 }
 
 /* Appends to a bounded buffer; remembers overflow. */

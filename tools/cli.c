@@ -238,6 +238,14 @@ void pts_out_puts(struct pts_out *out, const char *s)
 	}
 }
 
+char *pts_out_hex16(char *p, uint64_t v)
+{
+	static const char digits[16] = "0123456789abcdef";
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		p[i] = digits[v & 0xf];
+	return p + 16;
+}
+
 int pts_out_fini(struct pts_out *out)
 {
 	const int r = pts_out_flush(out);

@@ -2,6 +2,7 @@
  * program's code (ELF files, raw files, or a --config file naming them). */
 #include "cli.h"
 #include "commands.h"
+#include "flow_print.h"
 #include "flow_run.h"
 
 #include <ptscope/decoder.h>
@@ -37,84 +38,8 @@ static void help(void)
 	       "                            (default: stop at the first error)\n");
 }
 
-static void print_insns(struct pts_out *out, struct pts_flow *flow,
-			const struct pts_flow_rec *r, const struct flow_opts *o)
-{
-	char text[160];
-	for (uint32_t i = 0; i < r->n; i++) {
-		char *p = pts_out_reserve(out, 256);
-		int n;
-		if (o->format == FMT_JSONL) {
-			n = snprintf(p, pts_out_room(out),
-				     "{\"offset\":%" PRIu64 ",\"ip\":\"0x%" PRIx64
-				     "\",\"size\":%u,\"mode\":\"%s\"}\n",
-				     r->offset, r->ips[i], r->sizes[i],
-				     pts_exec_mode_name(r->mode));
-		} else if (o->no_inst) {
-			n = snprintf(p, pts_out_room(out), "%016" PRIx64 "\n",
-				     r->ips[i]);
-		} else {
-			if (pts_flow_disasm(flow, r, i, text, sizeof(text)) < 0)
-				strcpy(text, "(bad)");
-			n = snprintf(p, pts_out_room(out), "%016" PRIx64 "  %s\n",
-				     r->ips[i], text);
-		}
-		pts_out_commit(out, (size_t)n);
-	}
-}
-
-static void print_event(struct pts_out *out, const struct pts_flow_rec *r,
-			const struct flow_opts *o)
-{
-	char text[160];
-	if (pts_flow_event_text(r, text, sizeof(text)) < 0)
-		strcpy(text, "?");
-	char *p = pts_out_reserve(out, 512);
-	int n;
-	if (o->format == FMT_JSONL) {
-		n = snprintf(p, pts_out_room(out),
-			     "{\"offset\":%" PRIu64 ",\"event\":\"%s\",\"text\":\"%s\"",
-			     r->offset, pts_flow_event_name(r->type), text);
-		/* For async events @ip is where they happened; suppression
-		 * concerns the target. */
-		if (r->ip && (!(r->flags & PTS_EV_F_IP_SUPPRESSED) ||
-			      r->type == PTS_EV_ASYNC_DISABLED ||
-			      r->type == PTS_EV_ASYNC_BRANCH))
-			n += snprintf(p + n, pts_out_room(out) - (size_t)n,
-				      ",\"ip\":\"0x%" PRIx64 "\"", r->ip);
-		n += snprintf(p + n, pts_out_room(out) - (size_t)n,
-			      ",\"arg\":\"0x%" PRIx64 "\",\"status\":%s}\n",
-			      r->arg, r->flags & PTS_EV_F_STATUS ? "true" : "false");
-	} else if (r->flags & PTS_EV_F_STATUS) {
-		return; /* ptxed does not show state from PSB+ */
-	} else if (o->format == FMT_BLOCKS) {
-		n = snprintf(p, pts_out_room(out), "[%s]\n", text);
-	} else {
-		n = snprintf(p, pts_out_room(out), "[%s]\n", text);
-	}
-	pts_out_commit(out, (size_t)n);
-}
-
-static void print_error(struct pts_out *out, const struct pts_flow_rec *r,
-			const struct flow_opts *o)
-{
-	char *p = pts_out_reserve(out, 256);
-	int n;
-	if (o->format == FMT_JSONL)
-		n = snprintf(p, pts_out_room(out),
-			     "{\"offset\":%" PRIu64 ",\"error\":\"%s\","
-			     "\"message\":\"%s\",\"ip\":\"0x%" PRIx64 "\"}\n",
-			     r->offset, pts_errname(r->error),
-			     pts_strerror(r->error), r->ip);
-	else
-		n = snprintf(p, pts_out_room(out),
-			     "[%" PRIx64 ", %" PRIx64 ": error: %s]\n",
-			     r->offset, r->ip, pts_strerror(r->error));
-	pts_out_commit(out, (size_t)n);
-}
-
 /* Prints one batch; returns the number of error records in it. */
-static int print_batch(struct pts_out *out, struct pts_flow *flow,
+static int print_batch(const struct pts_flow_printer *pr,
 		       const struct pts_flow_rec *recs, int n,
 		       const struct flow_opts *o)
 {
@@ -124,7 +49,7 @@ static int print_batch(struct pts_out *out, struct pts_flow *flow,
 		if (r->kind == PTS_FLOW_ERROR) {
 			errors++;
 			if (!o->quiet)
-				print_error(out, r, o);
+				pts_flow_print_error(pr, r);
 			if (!o->resync)
 				break;
 			continue;
@@ -132,15 +57,15 @@ static int print_batch(struct pts_out *out, struct pts_flow *flow,
 		if (o->quiet)
 			continue;
 		if (r->kind == PTS_FLOW_EVENT) {
-			print_event(out, r, o);
+			pts_flow_print_event(pr, r);
 		} else if (o->format == FMT_BLOCKS) {
-			char *p = pts_out_reserve(out, 64);
-			pts_out_commit(out, (size_t)snprintf(
-				p, pts_out_room(out),
+			char *p = pts_out_reserve(pr->out, 64);
+			pts_out_commit(pr->out, (size_t)snprintf(
+				p, pts_out_room(pr->out),
 				"%016" PRIx64 " %016" PRIx64 " %u\n", r->ips[0],
 				r->ips[r->n - 1], r->n));
 		} else {
-			print_insns(out, flow, r, o);
+			pts_flow_print_insns(pr, r);
 		}
 	}
 	return errors;
@@ -148,7 +73,7 @@ static int print_batch(struct pts_out *out, struct pts_flow *flow,
 
 struct printer {
 	struct pts_out out;
-	struct pts_flow *flow;
+	struct pts_flow_printer pr;
 	const struct flow_opts *o;
 	int errors;
 };
@@ -157,7 +82,7 @@ struct printer {
 static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
 {
 	struct printer *p = ctx;
-	int e = print_batch(&p->out, p->flow, recs, n, p->o);
+	int e = print_batch(&p->pr, recs, n, p->o);
 	p->errors += e;
 	return e && !p->o->resync;
 }
@@ -166,9 +91,13 @@ static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
 static int run(struct pts_flow *flow, struct pts_trace_input *src,
 	       const struct flow_opts *o)
 {
-	struct printer pr = {.flow = flow, .o = o};
+	struct printer pr = {.o = o};
 	if (pts_out_init(&pr.out, stdout, 1 << 20) < 0)
 		return PTS_EXIT_USAGE;
+	pr.pr = (struct pts_flow_printer){.out = &pr.out,
+					  .flow = flow,
+					  .jsonl = o->format == FMT_JSONL,
+					  .no_inst = (uint8_t)o->no_inst};
 	double t0 = pts_cli_now();
 	int status = pts_flow_run(cmd, flow, src, print_cb, &pr);
 	int errors = pr.errors;

@@ -27,13 +27,20 @@ void pts_flow_print_insns(const struct pts_flow_printer *p,
 				      "\",\"size\":%u,\"mode\":\"%s\"}\n",
 				      r->offset, r->ips[i], r->sizes[i],
 				      pts_exec_mode_name(r->mode));
-		} else if (p->no_inst) {
-			n = snprintf(at, room, "%016" PRIx64 "\n", r->ips[i]);
 		} else {
-			if (pts_flow_disasm(p->flow, r, i, text, sizeof(text)) < 0)
-				strcpy(text, "(bad)");
-			n = snprintf(at, room, "%016" PRIx64 "  %s\n", r->ips[i],
-				     text);
+			char *e = pts_out_hex16(at, r->ips[i]);
+			if (!p->no_inst) {
+				int len = pts_flow_disasm(p->flow, r, i, text,
+							  sizeof(text));
+				if (len < 0)
+					len = (int)strlen(strcpy(text, "(bad)"));
+				*e++ = ' ';
+				*e++ = ' ';
+				memcpy(e, text, (size_t)len);
+				e += len;
+			}
+			*e++ = '\n';
+			n = (int)(e - at);
 		}
 		pts_out_commit(p->out, (size_t)n);
 	}
