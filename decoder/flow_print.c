@@ -1,5 +1,5 @@
 /* Flow records as text: event names, ptxed's event spellings, lazy
- * disassembly of delivered instructions. */
+ * disassembly of delivered instructions (each text kept: text_cache.h). */
 #include "flow_internal.h"
 #include "text_cache.h"
 

@@ -411,7 +411,9 @@ void pts_flow_get_stats(const struct pts_flow *flow,
 			struct pts_flow_stats *stats);
 
 /* Disassembles instruction @i of the INSNS record @rec (Intel syntax) into
- * @out. Same returns as pts_insn_disasm(), plus -PTS_ERR_NOMAP. */
+ * @out. Same returns as pts_insn_disasm(), plus -PTS_ERR_NOMAP. Texts are
+ * kept per instruction for the next calls: the first call takes a 4 MiB
+ * table, freed with @flow; a change of the image drops what it holds. */
 int pts_flow_disasm(struct pts_flow *flow, const struct pts_flow_rec *rec,
 		    uint32_t i, char *out, size_t cap);
 
