@@ -8,7 +8,8 @@
 static int open_object(const struct pts_flow_printer *p, char *at)
 {
 	at[0] = '{';
-	memcpy(at + 1, p->fields, p->fields_len);
+	if (p->fields_len) /* `flow` has none: @fields is NULL */
+		memcpy(at + 1, p->fields, p->fields_len);
 	return 1 + (int)p->fields_len;
 }
 
