@@ -10,8 +10,6 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
-#include <stdlib.h>
-#include <string.h>
 
 static const char *const cmd = "flow";
 

@@ -34,7 +34,8 @@ void pts_flow_print_insns(const struct pts_flow_printer *p,
 				int len = pts_flow_disasm(p->flow, r, i, text,
 							  sizeof(text));
 				if (len < 0)
-					len = (int)strlen(strcpy(text, "(bad)"));
+					len = snprintf(text, sizeof(text),
+						       "(bad)");
 				*e++ = ' ';
 				*e++ = ' ';
 				memcpy(e, text, (size_t)len);
