@@ -40,6 +40,7 @@ static void error_at(struct pts_flow *f, int err, uint64_t ip, uint64_t offset)
 	r->ip = ip;
 	r->error = (int16_t)err;
 	f->stats.errors++;
+	f->stats.truncated += err == -PTS_ERR_TRUNCATED;
 	f->st = ST_NOSYNC;
 	f->tnt_count = 0;
 	f->rs_len = 0;

@@ -1,7 +1,10 @@
 /* Shared helpers of the ptscope subcommands (see cli.h). */
 #include "cli.h"
 
+#include <ptscope/topa.h>
+
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,12 +241,53 @@ void pts_out_puts(struct pts_out *out, const char *s)
 	}
 }
 
+const char *pts_cli_topa_cut_by(const struct pts_topa_info *info)
+{
+	return info->stopped ? "ToPA STOP" : "end of buffer";
+}
+
+int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
+			     uint64_t end, const char *why)
+{
+	const int n =
+		jsonl ? snprintf(p, room,
+				 "{\"truncated\":\"%s\",\"offset\":%" PRIu64
+				 ",\"end\":%" PRIu64 "}",
+				 why, begin, end)
+		      : snprintf(p, room,
+				 "[%" PRIx64 "-%" PRIx64 ": truncated: trace "
+				 "ends inside a packet (%s)]",
+				 begin, end, why);
+	return n < 0 ? 0 : (size_t)n < room ? n : (int)room - 1;
+}
+
+static const char hex_digits[16] = "0123456789abcdef";
+
 char *pts_out_hex16(char *p, uint64_t v)
 {
-	static const char digits[16] = "0123456789abcdef";
 	for (int i = 15; i >= 0; i--, v >>= 4)
-		p[i] = digits[v & 0xf];
+		p[i] = hex_digits[v & 0xf];
 	return p + 16;
+}
+
+char *pts_out_dec(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while (v /= 10);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+char *pts_out_hex(char *p, uint64_t v)
+{
+	const int n = v ? (67 - __builtin_clzll(v)) / 4 : 1;
+	for (int i = n - 1; i >= 0; i--, v >>= 4)
+		p[i] = hex_digits[v & 0xf];
+	return p + n;
 }
 
 int pts_out_fini(struct pts_out *out)

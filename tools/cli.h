@@ -36,6 +36,17 @@ const char *pts_cli_errstr(int err);
  * (errno, as fopen(), fwrite() or fclose() left it). */
 void pts_cli_write_error(const char *cmd, const char *path);
 
+/* ToPA input (issue #7): a packet cut by the end of a linearized buffer is
+ * truncation, not a decode error. pts_cli_topa_cut_by() says why its last
+ * packet may be cut ("ToPA STOP" when the write position is at the end of
+ * a STOP region, else "end of buffer"); pts_cli_format_truncated() writes
+ * the line that says so for bytes [@begin, @end) at @p (within @room, no
+ * newline), as ptdump text or a JSON object, and returns its length. */
+struct pts_topa_info;
+const char *pts_cli_topa_cut_by(const struct pts_topa_info *info);
+int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
+			     uint64_t end, const char *why);
+
 /* Reports why the configuration file @path did not load: @err from
  * pts_config_load(), @line where its parsing stopped. */
 void pts_cli_config_error(const char *cmd, const char *path, int line,
@@ -131,6 +142,11 @@ void pts_out_puts(struct pts_out *out, const char *s);
  * a tenth of snprintf()'s time: `flow` writes one a line); returns
  * @p + 16. */
 char *pts_out_hex16(char *p, uint64_t v);
+/* @v in decimal (as "%" PRIu64) / lowercase hex without leading zeros
+ * (as "%" PRIx64) at @p, no NUL; return the end (for lines printed per
+ * instruction, as pts_out_hex16()). */
+char *pts_out_dec(char *p, uint64_t v);
+char *pts_out_hex(char *p, uint64_t v);
 /* Writes what is buffered; returns 0 or -1 (also kept in @failed). */
 int pts_out_flush(struct pts_out *out);
 /* Flushes and frees; returns 0 or -1 when any write failed. */

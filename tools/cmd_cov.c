@@ -21,6 +21,7 @@ struct cov_cli {
 	struct pts_cov *cov;
 	struct pts_out out;
 	uint64_t errors;
+	const char *cut; /* why the last packet was cut, if so */
 };
 
 static void help(void)
@@ -38,37 +39,48 @@ static void help(void)
 	      "                         description file, see `topa`)\n"
 	      "  --bitmap OUT           write the edge bitmap (one byte per\n"
 	      "                         slot, saturating at 255)\n"
-	      "  --bitmap-size N        bitmap bytes, a power of two (64K)\n"
+	      "  --bitmap-size N[K|M]   bitmap bytes, a power of two from\n"
+	      "                         64 (default 64K)\n"
 	      "  --edges                print `SRC->DST` (hex) per executed\n"
 	      "                         branch; ffffffffffffffff is tracing off\n"
 	      "  --unique               print each distinct edge once with\n"
 	      "                         its count: `SRC->DST COUNT`\n"
 	      "  --filter A-B           count only edges from [A, B] (ends\n"
 	      "                         included; up to 4 ranges, as kAFL)\n"
-	      "  -q, --quiet            no summary on stderr\n",
+	      "  -q, --quiet            no summary on stderr\n"
+	      "\n"
+	      "Exit status: 0 clean, 1 the trace had decode errors (a last\n"
+	      "packet cut where a ToPA buffer ends is not one), 2 usage or\n"
+	      "I/O error.\n",
 	      stdout);
 }
 
-/* Lowercase hex without 0x or leading zeros; returns the end. */
-static char *put_hex(char *p, uint64_t v)
+/* --bitmap-size: bytes, or KiB / MiB with a K or M suffix (as its
+ * default is written). */
+static int parse_bitmap_size(const char *arg, uint64_t *v)
 {
-	char tmp[16];
-	int n = 0;
-	do {
-		tmp[n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
+	char num[32];
+	const size_t n = strlen(arg);
+	unsigned shift = 0;
+	if (n > 1 && n < sizeof(num) && strchr("kKmM", arg[n - 1])) {
+		shift = (arg[n - 1] | 0x20) == 'k' ? 10 : 20;
+		memcpy(num, arg, n - 1);
+		num[n - 1] = '\0';
+		arg = num;
+	}
+	if (pts_cli_parse_u64(cmd, "--bitmap-size", arg, (1u << 30) >> shift,
+			      v) < 0)
+		return -1;
+	*v <<= shift;
+	return 0;
 }
 
 static char *put_edge(char *p, uint64_t src, uint64_t dst)
 {
-	p = put_hex(p, src);
+	p = pts_out_hex(p, src);
 	*p++ = '-';
 	*p++ = '>';
-	return put_hex(p, dst);
+	return pts_out_hex(p, dst);
 }
 
 static void print_edges(void *ctx, const struct pts_cov_edge *e, size_t n)
@@ -97,7 +109,9 @@ static void print_unique(struct cov_cli *c)
 	for (size_t i = 0; i < n; i++) {
 		char *p = pts_out_reserve(&c->out, 64);
 		char *end = put_edge(p, u[i].src, u[i].dst);
-		end += snprintf(end, 24, " %" PRIu64 "\n", u[i].count);
+		*end++ = ' ';
+		end = pts_out_dec(end, u[i].count);
+		*end++ = '\n';
 		pts_out_commit(&c->out, (size_t)(end - p));
 	}
 }
@@ -132,6 +146,8 @@ static void summary(struct cov_cli *c, const struct pts_flow *flow)
 		fs.insns, st.edges, st.runs, st.runs_built, c->errors);
 	if (bm)
 		fprintf(stderr, ", bitmap %zu of %zu slots", hit, size);
+	if (c->cut)
+		fprintf(stderr, ", last packet truncated (%s)", c->cut);
 	fputc('\n', stderr);
 }
 
@@ -156,7 +172,10 @@ static int run(struct cov_cli *c, struct pts_image *img,
 	int status = pts_flow_drive(cmd, flow, in, decode, c);
 	struct pts_flow_stats fs;
 	pts_flow_get_stats(flow, &fs);
-	c->errors = fs.errors;
+	/* A last packet cut where a ToPA buffer ends is truncation, not an
+	 * error (issue #7). */
+	c->cut = in->cut_by && fs.truncated ? in->cut_by : NULL;
+	c->errors = fs.errors - (c->cut ? fs.truncated : 0);
 	pts_cov_end(c->cov);
 	if (c->cfg.flags & PTS_COV_UNIQUE)
 		print_unique(c);
@@ -221,8 +240,7 @@ static int parse(struct cov_cli *c, struct pts_image_opts *io, int argc,
 		case 'T': c->topa_desc = optarg; break;
 		case 'b': c->bitmap_path = optarg; break;
 		case 's':
-			if (pts_cli_parse_u64(cmd, "--bitmap-size", optarg,
-					      1u << 30, &v) < 0)
+			if (parse_bitmap_size(optarg, &v) < 0)
 				return PTS_EXIT_USAGE;
 			if (v < 64 || (v & (v - 1)))
 				return pts_cli_usage_error(

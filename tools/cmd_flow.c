@@ -33,17 +33,37 @@ static void help(void)
 	       "  -q, --quiet               decode, print only counts and speed\n"
 	       "  --cpu FAMILY/MODEL[/STEPPING]|none  errata to apply\n"
 	       "  --resync-on-error         go on at the next PSB after an error\n"
-	       "                            (default: stop at the first error)\n");
+	       "                            (default: stop at the first error)\n"
+	       "\n"
+	       "Exit status: 0 clean, 1 the trace had decode errors (a last\n"
+	       "packet cut where a ToPA buffer ends is not one), 2 usage or\n"
+	       "I/O error.\n");
+}
+
+/* Whether @r is a last packet cut where a ToPA buffer ends: truncation,
+ * not an error (issue #7). */
+static bool cut_by_buffer(const struct pts_flow_rec *r,
+			  const struct pts_trace_input *src)
+{
+	return r->kind == PTS_FLOW_ERROR && r->error == -PTS_ERR_TRUNCATED &&
+	       src->cut_by;
 }
 
 /* Prints one batch; returns the number of error records in it. */
 static int print_batch(const struct pts_flow_printer *pr,
 		       const struct pts_flow_rec *recs, int n,
-		       const struct flow_opts *o)
+		       const struct flow_opts *o,
+		       const struct pts_trace_input *src)
 {
 	int errors = 0;
 	for (int i = 0; i < n; i++) {
 		const struct pts_flow_rec *r = &recs[i];
+		if (cut_by_buffer(r, src)) {
+			if (!o->quiet)
+				pts_flow_print_truncated(pr, r, src->bytes,
+							 src->cut_by);
+			continue;
+		}
 		if (r->kind == PTS_FLOW_ERROR) {
 			errors++;
 			if (!o->quiet)
@@ -73,6 +93,7 @@ struct printer {
 	struct pts_out out;
 	struct pts_flow_printer pr;
 	const struct flow_opts *o;
+	const struct pts_trace_input *src;
 	int errors;
 };
 
@@ -80,7 +101,7 @@ struct printer {
 static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
 {
 	struct printer *p = ctx;
-	int e = print_batch(&p->pr, recs, n, p->o);
+	int e = print_batch(&p->pr, recs, n, p->o, p->src);
 	p->errors += e;
 	return e && !p->o->resync;
 }
@@ -89,7 +110,7 @@ static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
 static int run(struct pts_flow *flow, struct pts_trace_input *src,
 	       const struct flow_opts *o)
 {
-	struct printer pr = {.o = o};
+	struct printer pr = {.o = o, .src = src};
 	if (pts_out_init(&pr.out, stdout, 1 << 20) < 0)
 		return PTS_EXIT_USAGE;
 	pr.pr = (struct pts_flow_printer){.out = &pr.out,
@@ -110,13 +131,20 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 		pts_flow_get_stats(flow, &st);
 		double dt = pts_cli_now() - t0;
 		double mb = (double)src->bytes / 1e6;
+		/* ToPA input: a cut last packet is no error (issue #7) */
+		const bool cut = src->cut_by && st.truncated;
 		fprintf(stderr,
 			"instructions: %" PRIu64 "\nevents: %" PRIu64
-			"\nerrors: %" PRIu64 "\nbytes: %" PRIu64
-			"\nblocks built: %" PRIu64 "\nseconds: %.3f\n"
-			"instructions/s: %.0f\nMB/s: %.1f\n",
-			st.insns, st.events, st.errors, src->bytes,
-			st.blocks_built, dt, dt > 0 ? (double)st.insns / dt : 0.0,
+			"\nerrors: %" PRIu64 "\n",
+			st.insns, st.events, st.errors - (cut ? st.truncated : 0));
+		if (cut)
+			fprintf(stderr, "truncated: the last packet (%s)\n",
+				src->cut_by);
+		fprintf(stderr,
+			"bytes: %" PRIu64 "\nblocks built: %" PRIu64
+			"\nseconds: %.3f\ninstructions/s: %.0f\nMB/s: %.1f\n",
+			src->bytes, st.blocks_built, dt,
+			dt > 0 ? (double)st.insns / dt : 0.0,
 			dt > 0 ? mb / dt : 0.0);
 	}
 	if (status == PTS_EXIT_OK && errors)

@@ -55,7 +55,7 @@ static void help(void)
 	      "\n"
 	      "input (a description file, options, or both; options win):\n"
 	      "  --desc=FILE          description file (format: README,\n"
-	      "                       'ToPA buffers', or ptscope/topa.h)\n"
+	      "                       \"ptscope topa\", or ptscope/topa.h)\n"
 	      "  --table=PHYS[=FILE[@OFF]]\n"
 	      "                       ToPA table at PHYS, 64-bit entries as\n"
 	      "                       hardware reads them (no FILE: --memory)\n"
@@ -300,21 +300,12 @@ static void emit_condition(struct topa_cli *c, int err)
 	pts_pkt_error_range(c->dec, &begin, &end);
 	char *p = pts_out_reserve(&c->out, LINE_MAX_);
 	const size_t room = pts_out_room(&c->out) - 1;
-	const char *why = c->info.stopped ? "ToPA STOP" : "end of buffer";
 	if (err == -PTS_ERR_TRUNCATED) {
 		c->truncated++;
 		put_line(c,
-			 c->jsonl
-				 ? snprintf(p, room,
-					    "{\"truncated\":\"%s\",\"offset\":"
-					    "%llu,\"end\":%llu}",
-					    why, (unsigned long long)begin,
-					    (unsigned long long)end)
-				 : snprintf(p, room,
-					    "[%llx-%llx: truncated: trace ends "
-					    "inside a packet (%s)]",
-					    (unsigned long long)begin,
-					    (unsigned long long)end, why),
+			 pts_cli_format_truncated(
+				 p, room, c->jsonl, begin, end,
+				 pts_cli_topa_cut_by(&c->info)),
 			 p);
 		return;
 	}

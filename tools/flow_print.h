@@ -29,5 +29,11 @@ void pts_flow_print_event(const struct pts_flow_printer *p,
 /* The ERROR record @r. */
 void pts_flow_print_error(const struct pts_flow_printer *p,
 			  const struct pts_flow_rec *r);
+/* The ERROR record @r of a last packet cut where a ToPA buffer ends, at
+ * stream offset @end, for the reason @why (pts_cli_topa_cut_by()): the
+ * truncation line of `topa dump`, not an error. */
+void pts_flow_print_truncated(const struct pts_flow_printer *p,
+			      const struct pts_flow_rec *r, uint64_t end,
+			      const char *why);
 
 #endif

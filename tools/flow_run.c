@@ -26,6 +26,7 @@ static void start_topa_progress(const char *cmd, struct pts_trace_input *in)
 	struct pts_topa_info info;
 	memset(&info, 0, sizeof(info));
 	pts_topa_get_info(in->topa, &info);
+	in->cut_by = pts_cli_topa_cut_by(&info);
 	pts_progress_start(&in->progress, stderr, cmd, info.linear_size,
 			   pts_cli_now());
 }

@@ -19,6 +19,10 @@ struct pts_trace_input {
 	struct pts_topa *topa;  /* borrowed, unless @own_topa */
 	int own_topa;
 	uint64_t bytes;         /* handed out so far */
+	/* ToPA input: why its last packet may be cut ("ToPA STOP", "end of
+	 * buffer"); a cut packet there is truncation, not a decode error.
+	 * NULL for a file, where it is an error. */
+	const char *cut_by;
 	struct pts_progress progress; /* ends with the input */
 };
 

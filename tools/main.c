@@ -19,7 +19,7 @@ static const struct subcommand subcommands[] = {
 	{"dump", pts_cmd_dump, "print the packets of a raw PT trace"},
 	{"cov", pts_cmd_cov, "branch edges and an AFL-style edge bitmap"},
 	{"flow", pts_cmd_flow, "the executed instructions, given the code"},
-	{"perf", pts_cmd_perf, "read a perf.data capture (info, dump)"},
+	{"perf", pts_cmd_perf, "a perf.data capture (info, dump, flow, windows)"},
 	{"topa", pts_cmd_topa, "linearize ToPA / single-range output buffers"},
 	{"synth", pts_cmd_synth, "make a trace and its ground truth (walk or run)"},
 	{"windows", pts_cmd_windows, "when tracing was on, off, and why (--verify)"},

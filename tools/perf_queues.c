@@ -64,12 +64,18 @@ void pts_perfcmd_mark(struct perf_cmd *pc, uint64_t time)
 /* Whether the queues' output goes through perf_order: several queues
  * selected, times known, output wanted, and time order asked for (or the
  * action's default: flow). */
-static int ordering(const struct perf_cmd *pc)
+static uint32_t selected_queues(const struct perf_cmd *pc)
 {
 	uint32_t selected = 0;
 	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++)
 		selected += pts_perfcmd_queue_selected(
 			pc, pts_perf_queue_get(pc->perf, i));
+	return selected;
+}
+
+static int ordering(const struct perf_cmd *pc)
+{
+	const uint32_t selected = selected_queues(pc);
 	int by_time = pc->order_by == ORDER_TIME ||
 		      (pc->order_by == ORDER_DEFAULT && pc->action == ACTION_FLOW);
 	return by_time && selected > 1 && pc->tc.valid && !pc->quiet;
@@ -86,6 +92,10 @@ void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
 		t->failed = 1;
 		return;
 	}
+	/* Queue by queue, `flow` marks where each starts (`dump` and
+	 * `windows` print a header of their own). */
+	const int mark_queues = !pc->order && pc->action == ACTION_FLOW &&
+				!pc->quiet && selected_queues(pc) > 1;
 	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, i);
 		if (!pts_perfcmd_queue_selected(pc, q))
@@ -96,6 +106,10 @@ void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
 			 ", tid %" PRId32 ")", q->idx, q->cpu, q->tid);
 		int plain = pc->format == FORMAT_PTDUMP ||
 			    pc->format == FORMAT_PTXED;
+		if (mark_queues && plain) {
+			pts_out_puts(&pc->out, label);
+			pts_out_puts(&pc->out, "\n");
+		}
 		int rc = pc->order ? pts_perforder_begin(pc->order, pc,
 							 plain ? label : NULL)
 				   : 0;

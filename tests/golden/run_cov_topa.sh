@@ -42,6 +42,20 @@ check filter "$tmp/filtered" "$exp/plain.filter.exp"
 "$ptscope" cov --config "$plain/config.cfg" -q --bitmap "$tmp/bm" \
 	--bitmap-size 4096 "$plain/trace.pt"
 [ "$(wc -c < "$tmp/bm")" -eq 4096 ] || { echo "FAIL bitmap size"; fail=1; }
+# Sizes with a K or M suffix, as the default is written in --help.
+"$ptscope" cov --config "$plain/config.cfg" -q --bitmap "$tmp/bm4k" \
+	--bitmap-size 4K "$plain/trace.pt"
+cmp -s "$tmp/bm" "$tmp/bm4k" || { echo "FAIL bitmap size 4K"; fail=1; }
+"$ptscope" cov --config "$plain/config.cfg" -q --bitmap "$tmp/bm1m" \
+	--bitmap-size 1m "$plain/trace.pt"
+[ "$(wc -c < "$tmp/bm1m")" -eq 1048576 ] ||
+	{ echo "FAIL bitmap size 1m"; fail=1; }
+for bad in 3K 2048M 32 K; do
+	if "$ptscope" cov --config "$plain/config.cfg" -q --bitmap-size "$bad" \
+		"$plain/trace.pt" 2> /dev/null; [ $? -ne 2 ]; then
+		echo "FAIL bitmap size $bad accepted"; fail=1
+	fi
+done
 # Unique counts add up to the edge list.
 total=$(awk '{ n += $2 } END { print n }' "$tmp/unique")
 [ "$total" -eq "$(wc -l < "$tmp/edges")" ] ||
@@ -71,8 +85,37 @@ while read -r spec insns how; do
 		> "$tmp/f1" 2>&1 || true
 	"$ptscope" topa --desc "$t.desc" flow --config "$cfg" \
 		--resync-on-error > "$tmp/f2" 2>&1 || true
-	cmp -s "$tmp/f1" "$tmp/f2" ||
+	# A last packet cut by the buffer's end is an error in a file but
+	# truncation in a ToPA buffer (issue #7): the same line otherwise.
+	why="end of buffer"
+	case $spec in *:stop*) why="ToPA STOP" ;; esac
+	sed "s/^\[\([0-9a-f]*\), [0-9a-f]*: error: stream ends inside a packet\]\$/[\1-$(printf %x "$cap"): truncated: trace ends inside a packet ($why)]/" \
+		"$tmp/f1" > "$tmp/f1.cut"
+	cmp -s "$tmp/f1.cut" "$tmp/f2" ||
 		{ echo "FAIL topa $spec: topa flow"; fail=1; }
+	if [ "$how" = head ]; then
+		# This seed's STOP cuts a packet: flow and cov take it as
+		# truncation (exit 0), flow on the linear file as an error.
+		grep -q 'error: stream ends inside a packet' "$tmp/f1" &&
+			grep -q "truncated: .*(ToPA STOP)" "$tmp/f2" ||
+			{ echo "FAIL topa $spec: no cut packet"; fail=1; }
+		if ! "$ptscope" topa --desc "$t.desc" flow --config "$cfg" \
+			> /dev/null ||
+			"$ptscope" flow --config "$cfg" "$tmp/lin$i" \
+				> /dev/null; then
+			echo "FAIL topa $spec: exit status of flow"; fail=1
+		fi
+		"$ptscope" topa --desc "$t.desc" flow --config "$cfg" -q \
+			2> "$tmp/fq" &&
+			grep -q '^errors: 0$' "$tmp/fq" &&
+			grep -q '^truncated: the last packet (ToPA STOP)$' \
+				"$tmp/fq" ||
+			{ echo "FAIL topa $spec: flow --quiet"; fail=1; }
+		"$ptscope" cov --config "$cfg" --topa "$t.desc" 2> "$tmp/cq" &&
+			grep -q ' 0 errors.*last packet truncated (ToPA STOP)' \
+				"$tmp/cq" ||
+			{ echo "FAIL topa $spec: cov summary"; fail=1; }
+	fi
 	grep -q '^0000' "$tmp/f2" ||
 		{ echo "FAIL topa $spec: no instructions"; fail=1; }
 	"$ptscope" cov --config "$cfg" --edges -q "$tmp/lin$i" > "$tmp/c1" ||

@@ -114,6 +114,7 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 	struct pts_input in = {t->buf, t->len, 0};
 	struct pts_flow_rec recs[16];
 	size_t len = 0;
+	uint64_t errors = 0, cuts = 0;
 	int n;
 	out[0] = 0;
 	pts_flow_end(f);
@@ -128,6 +129,8 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 						out + len, cap - len, "%llx ",
 						(unsigned long long)r->ips[k]);
 			} else if (r->kind == PTS_FLOW_ERROR) {
+				errors++;
+				cuts += r->error == -PTS_ERR_TRUNCATED;
 				len += (size_t)snprintf(
 					out + len, cap - len, "%s ",
 					r->error == -PTS_ERR_TRUNCATED ? "C"
@@ -155,6 +158,12 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 			}
 		}
 	}
+	/* The counters say the same: a cut is counted apart too (what a
+	 * ToPA STOP leaves is truncation, not an error, to the CLI). */
+	struct pts_flow_stats st;
+	pts_flow_get_stats(f, &st);
+	CHECK_EQ(st.errors, errors);
+	CHECK_EQ(st.truncated, cuts);
 	pts_flow_free(f);
 	pts_image_free(img);
 }

@@ -404,6 +404,10 @@ struct pts_flow_stats {
 				  creation: pts_flow_reset() keeps them) */
 	uint64_t cache_flushes;
 	uint64_t skipped;      /* trace bytes skipped to resync */
+	uint64_t truncated;    /* of @errors, -PTS_ERR_TRUNCATED: the last
+				  packet cut by the end of the data (which
+				  a ToPA STOP leaves; a caller may count
+				  it as truncation, not as an error) */
 };
 
 /* Copies the counters so far into @stats. */
