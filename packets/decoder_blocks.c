@@ -917,13 +917,11 @@ static int walk_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 
 _Static_assert(PTS_PKT_KIND_COUNT <= 64, "kinds index a 64-byte permute");
 
-/* enum skim_class of each kind by @actions. */
-static void skim_classes(uint8_t *classes, const uint8_t *actions)
+void pts_fast_skim_class_tables(struct pts_fast_tab *tab)
 {
-	memset(classes, 0, 64);
+	memset(tab->class_called, 0, sizeof(tab->class_called));
+	memset(tab->class_skipped, 0, sizeof(tab->class_skipped));
 	for (int kind = 0; kind < PTS_PKT_KIND_COUNT; kind++) {
-		const uint8_t a = actions[kind];
-
 		if (kind == PTS_PKT_TNT8)
 			continue; /* in runs when skipped */
 		/* a packet handed on is decoded after the walk, so with an
@@ -932,12 +930,29 @@ static void skim_classes(uint8_t *classes, const uint8_t *actions)
 				   kind == PTS_PKT_TIP_PGE ||
 				   kind == PTS_PKT_TIP_PGD || kind == PTS_PKT_FUP;
 
-		classes[kind] = a == PTS_SKIM_CALL ? (has_ip ? 0 : SC_CALLED)
-				: a != PTS_SKIM_SKIP ? 0
-				: kind == PTS_PKT_TIP ? SC_SUMMED | SC_TIP
-				: kind == PTS_PKT_TNT64 ? SC_TNT64
-							: SC_SUMMED;
+		tab->class_called[kind] = has_ip ? 0 : SC_CALLED;
+		tab->class_skipped[kind] = kind == PTS_PKT_TIP ? SC_SUMMED | SC_TIP
+					   : kind == PTS_PKT_TNT64 ? SC_TNT64
+								   : SC_SUMMED;
 	}
+}
+
+/* enum skim_class of each kind by @actions (PTS_PKT_KIND_COUNT of them):
+ * the class tables' entries where the action calls for them. */
+static PTS_VBMI void skim_classes(uint8_t *classes, const uint8_t *actions,
+				  const struct pts_fast_tab *tab)
+{
+	const __m512i a = _mm512_maskz_loadu_epi8(
+		_bzhi_u64(~0ull, PTS_PKT_KIND_COUNT), actions);
+	const __mmask64 called =
+		_mm512_cmpeq_epi8_mask(a, _mm512_set1_epi8(PTS_SKIM_CALL));
+	const __mmask64 skipped =
+		_mm512_cmpeq_epi8_mask(a, _mm512_set1_epi8(PTS_SKIM_SKIP));
+	const __m512i cls = _mm512_mask_loadu_epi8(
+		_mm512_maskz_loadu_epi8(called, tab->class_called), skipped,
+		tab->class_skipped);
+
+	_mm512_storeu_si512((void *)classes, cls);
 }
 
 int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
@@ -961,7 +976,7 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 		.values = skim->call && skim->call->timing ? values : NULL};
 
 	if (vbmi)
-		skim_classes(classes, skim->actions);
+		skim_classes(classes, skim->actions, tab);
 	const int got = walk_blocks(tab, in, off, lip, blk, &w, max);
 
 	*skim->sum = w.sum;
@@ -1007,6 +1022,11 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 }
 
 int pts_fast_blocks_cap = PTS_BLOCKS_NONE;
+
+void pts_fast_skim_class_tables(struct pts_fast_tab *tab)
+{
+	(void)tab; /* only the VBMI walk reads them */
+}
 
 int pts_fast_blocks_supported(void)
 {

@@ -166,6 +166,7 @@ void pts_fast_init(struct pts_fast_tab *tab, int skd007)
 		tab->kind[b] = (uint8_t)tab->ops[b].hdr;
 	tab->skd007 = (uint8_t)(skd007 != 0);
 	tab->blocks = (uint8_t)pts_fast_blocks_supported();
+	pts_fast_skim_class_tables(tab);
 }
 
 /* CYCs of two bytes or more, long TNT, sext-48 IPs, and through
