@@ -189,10 +189,14 @@ int pts_test_reserved64(const uint8_t *x, int n)
 		return i + 1 < n && x87_reserved(x[i], x[i + 1]);
 	case 0x62:
 		/* EVEX: P0[3:2] must be 0, P1[2] must be 1 (SDM Vol. 2A,
-		 * "Instruction Format and EVEX", the EVEX bit fields table);
-		 * libipt's length decoder sizes it without checking them. */
+		 * "Instruction Format and EVEX", the EVEX bit fields table),
+		 * and the map P0[1:0] one of 0F, 0F38, 0F3A (1-3; SDM Vol. 2A
+		 * 3.1.1.2: "only three encoded values of EVEX.mmm are defined
+		 * as valid"); libipt's length decoder sizes it without
+		 * checking them (map 0: soak seed 8507). */
 		return i + 2 < n &&
-		       ((x[i + 1] & 0x0c) != 0 || (x[i + 2] & 0x04) == 0);
+		       ((x[i + 1] & 0x0c) != 0 || (x[i + 1] & 0x03) == 0 ||
+			(x[i + 2] & 0x04) == 0);
 	case 0xc4:
 		/* VEX3: maps other than 0F, 0F38 and 0F3A (m-mmmm 1-3) are
 		 * reserved (#UD; SDM Vol. 2A, VEX prefix); libipt's length
