@@ -87,8 +87,9 @@
  *     map (m-mmmm 0 or above 3: #UD), or an EVEX prefix (62) whose fixed
  *     bits are wrong (P0[3:2] must be 0, P1[2] must be 1: SDM Vol. 2A,
  *     EVEX bit fields; else #UD) or whose map is 0 (only 0F, 0F38 and
- *     0F3A are defined, SDM Vol. 2A 3.1.1.2). libipt's instruction length decoder
- *     sizes them anyway and walks on; ptscope reports BAD_INSN there;
+ *     0F3A are defined, SDM Vol. 2A 3.1.1.2). libipt's instruction
+ *     length decoder sizes them anyway and walks on; ptscope reports
+ *     BAD_INSN there;
  *   - RULE_HANG: code that loops without needing trace (jmp . after a
  *     damaged TIP) runs forever in libipt, which has no such limit; here
  *     it is cut at an instruction cap, and ptscope must stop with

@@ -89,8 +89,9 @@ while read -r spec insns how; do
 	# truncation in a ToPA buffer (issue #7): the same line otherwise.
 	why="end of buffer"
 	case $spec in *:stop*) why="ToPA STOP" ;; esac
-	sed "s/^\[\([0-9a-f]*\), [0-9a-f]*: error: stream ends inside a packet\]\$/[\1-$(printf %x "$cap"): truncated: trace ends inside a packet ($why)]/" \
-		"$tmp/f1" > "$tmp/f1.cut"
+	err='\[\([0-9a-f]*\), [0-9a-f]*: error: stream ends inside a packet\]'
+	cut="[\\1-$(printf %x "$cap"): truncated: trace ends inside a packet"
+	sed "s/^$err\$/$cut ($why)]/" "$tmp/f1" > "$tmp/f1.cut"
 	cmp -s "$tmp/f1.cut" "$tmp/f2" ||
 		{ echo "FAIL topa $spec: topa flow"; fail=1; }
 	if [ "$how" = head ]; then
