@@ -742,15 +742,9 @@ int pts_cmd_perf(int argc, char **argv)
 	int rc = parse_args(&pc, argc, argv);
 	if (rc != 0)
 		return rc < 0 ? PTS_EXIT_OK : rc;
-	struct pts_perf_error err;
-	int orc = pts_perf_open(pc.path, &pc.perf, &err);
-	if (orc < 0) {
-		pts_cli_error(cmd, "cannot read %s: %s", pc.path, err.msg);
+	int orc = pts_perfcmd_open(cmd, pc.path, &pc.perf);
+	if (orc < 0)
 		return PTS_EXIT_USAGE;
-	}
-	if (orc == 1)
-		pts_cli_error(cmd, "%s is damaged, reading what precedes it: %s",
-			      pc.path, err.msg);
 	pts_perf_time_conv(pc.perf, &pc.tc);
 	int status = PTS_EXIT_OK;
 	if (pts_out_init(&pc.out, stdout, 1 << 20) < 0) {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char cmd[] = "synth";
 
@@ -244,6 +245,48 @@ static int rate(const char *arg, uint32_t *v)
 	return 0;
 }
 
+/* Whether @a and @b name one file: the same path, or one existing file
+ * under two names. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return !strcmp(a, b) || (stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+				 sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
+/* No output may be the program being read (synth maps it: writing it
+ * would crash the run and destroy the file) or another output. Checked
+ * before anything is opened. */
+static int check_paths(const struct synth_cli *c)
+{
+	const struct {
+		const char *opt, *path;
+	} outs[] = {{"-o", c->output},	       {"--truth", c->truth},
+		    {"--visible", c->visible}, {"--config-out", c->config_out},
+		    {"--perf-data", c->perf_data}};
+	char elf[4096];
+	const char *input = c->run_argv ? c->run_argv[0] : c->walk;
+	struct stat st;
+	snprintf(elf, sizeof(elf), "%s", input);
+	char *colon = strrchr(elf, ':'); /* FILE[:BASE] */
+	if (colon && stat(elf, &st) != 0)
+		*colon = '\0';
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		if (!outs[i].path)
+			continue;
+		if (same_file(outs[i].path, elf))
+			return pts_cli_usage_error(
+				cmd, "%s %s is the program being read",
+				outs[i].opt, outs[i].path);
+		for (size_t j = 0; j < i; j++)
+			if (outs[j].path && same_file(outs[j].path, outs[i].path))
+				return pts_cli_usage_error(
+					cmd, "%s and %s name the same file (%s)",
+					outs[j].opt, outs[i].opt, outs[i].path);
+	}
+	return 0;
+}
+
 static int parse_args(struct synth_cli *c, int argc, char **argv)
 {
 	int ret;
@@ -382,7 +425,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 	} else if (!c->walk || optind != argc) {
 		return pts_cli_usage_error(cmd, "give --walk ELF or --run PROGRAM");
 	}
-	return 0;
+	return check_paths(c);
 }
 
 static FILE *open_out(const char *path)

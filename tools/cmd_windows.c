@@ -477,15 +477,14 @@ static int run_perf(struct windows *w, int argc, char **argv)
 {
 	struct pts_perf *perf = NULL;
 	struct pts_winrep rep;
-	int status = PTS_EXIT_OK, err;
+	int status = PTS_EXIT_OK;
 	uint64_t violations = 0;
 
-	err = pts_perf_open(w->trace, &perf, NULL);
-	if (err < 0) {
-		pts_cli_error(cmd, "cannot read %s: %s", w->trace,
-			      pts_cli_errstr(err));
+	/* A damaged file is said so, and then exits 1 as `perf windows`
+	 * does: its reports cover what precedes the damage. */
+	const int damaged = pts_perfcmd_open(cmd, w->trace, &perf);
+	if (damaged < 0)
 		return PTS_EXIT_USAGE;
-	}
 	if (!w->config_path)
 		pts_perfcmd_trace_config(perf, &w->config.trace);
 	status = apply_options(w, argc, argv);
@@ -514,7 +513,8 @@ static int run_perf(struct windows *w, int argc, char **argv)
 		pts_winrep_fini(&rep);
 	}
 	pts_perf_close(perf);
-	if (status == PTS_EXIT_OK && w->opts.verify && violations)
+	if (status == PTS_EXIT_OK &&
+	    (damaged || (w->opts.verify && violations)))
 		status = PTS_EXIT_ERRORS;
 	return status;
 }

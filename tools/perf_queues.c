@@ -8,6 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+int pts_perfcmd_open(const char *cmd, const char *path,
+		     struct pts_perf **perf)
+{
+	struct pts_perf_error err;
+	const int rc = pts_perf_open(path, perf, &err);
+	if (rc < 0) {
+		pts_cli_error(cmd, "cannot read %s: %s", path, err.msg);
+		return -1;
+	}
+	if (rc == 1)
+		pts_cli_error(cmd, "%s is damaged, reading what precedes it: %s",
+			      path, err.msg);
+	return rc;
+}
+
 int pts_perfcmd_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	if (need <= *cap)

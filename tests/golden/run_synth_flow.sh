@@ -32,4 +32,25 @@ for dir in "$fixtures"/synth/*/; do
 		echo "$name: $(wc -l <"$tmp/got") instructions ok"
 	fi
 done
+# synth refuses an output that is the program it reads (it maps it:
+# writing it crashed the run and left it empty) or another output; a
+# copy of the ELF, so that a regression cannot destroy the fixture.
+cp "$fixtures/bin/enclave_demo" "$tmp/demo"
+ln -s demo "$tmp/link"
+for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
+	"-o $tmp/y --perf-data $tmp/y" "-o $tmp/z --config-out $tmp/z"; do
+	# shellcheck disable=SC2086 # the words of $args are the options
+	if "$ptscope" synth --walk "$tmp/demo" --insns 1000 $args \
+		2>"$tmp/err"; then
+		echo "synth $args: accepted" >&2
+		status=1
+	elif ! grep -q -e 'is the program being read' \
+		-e 'name the same file' "$tmp/err"; then
+		echo "synth $args: $(cat "$tmp/err")" >&2
+		status=1
+	fi
+done
+cmp -s "$fixtures/bin/enclave_demo" "$tmp/demo" ||
+	{ echo "synth wrote over the ELF it read" >&2; status=1; }
+[ $status = 1 ] || echo "synth output paths: ok"
 exit $status
