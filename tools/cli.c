@@ -272,14 +272,12 @@ char *pts_out_hex16(char *p, uint64_t v)
 
 char *pts_out_dec(char *p, uint64_t v)
 {
-	char tmp[20];
-	int n = 0;
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while (v /= 10);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
+	int n = 1;
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	for (int i = n - 1; i >= 0; i--, v /= 10)
+		p[i] = (char)('0' + v % 10);
+	return p + n;
 }
 
 char *pts_out_hex(char *p, uint64_t v)

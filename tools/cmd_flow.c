@@ -78,10 +78,13 @@ static int print_batch(const struct pts_flow_printer *pr,
 			pts_flow_print_event(pr, r);
 		} else if (o->format == FMT_BLOCKS) {
 			char *p = pts_out_reserve(pr->out, 64);
-			pts_out_commit(pr->out, (size_t)snprintf(
-				p, pts_out_room(pr->out),
-				"%016" PRIx64 " %016" PRIx64 " %u\n", r->ips[0],
-				r->ips[r->n - 1], r->n));
+			char *e = pts_out_hex16(p, r->ips[0]);
+			*e++ = ' ';
+			e = pts_out_hex16(e, r->ips[r->n - 1]);
+			*e++ = ' ';
+			e = pts_out_dec(e, r->n);
+			*e++ = '\n';
+			pts_out_commit(pr->out, (size_t)(e - p));
 		} else {
 			pts_flow_print_insns(pr, r);
 		}

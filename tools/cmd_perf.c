@@ -733,6 +733,21 @@ static int do_dump(struct perf_cmd *pc)
 	return t.failed || t.errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }
 
+int pts_perfcmd_open(const char *who, const char *path,
+		     struct pts_perf **perf)
+{
+	struct pts_perf_error err;
+	const int rc = pts_perf_open(path, perf, &err);
+	if (rc < 0) {
+		pts_cli_error(who, "cannot read %s: %s", path, err.msg);
+		return -1;
+	}
+	if (rc == 1)
+		pts_cli_error(who, "%s is damaged, reading what precedes it: %s",
+			      path, err.msg);
+	return rc;
+}
+
 int pts_cmd_perf(int argc, char **argv)
 {
 	struct perf_cmd pc;

@@ -27,10 +27,10 @@ static void print_insns_jsonl(const struct pts_flow_printer *p,
 	e = PUT_LIT(pts_out_dec(e, r->offset), ",\"ip\":\"0x");
 	const size_t offset_len = (size_t)(e - offset);
 	const char *mode = pts_exec_mode_name(r->mode);
-	const size_t mode_len = strlen(mode);
+	const size_t mode_len = strnlen(mode, 24); /* "64-bit": far less */
 	e = PUT_LIT(tail, ",\"mode\":\"");
-	memcpy(e, mode, mode_len < 24 ? mode_len : 24);
-	e = PUT_LIT(e + (mode_len < 24 ? mode_len : 24), "\"}\n");
+	memcpy(e, mode, mode_len);
+	e = PUT_LIT(e + mode_len, "\"}\n");
 	const size_t tail_len = (size_t)(e - tail);
 	for (uint32_t i = 0; i < r->n; i++) {
 		char *at = pts_out_reserve(p->out, 256 + p->fields_len);

@@ -98,10 +98,10 @@ int pts_perfcmd_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
  * length written. */
 size_t pts_perfcmd_json_str(char *p, size_t room, const char *s, size_t len);
 
-/* Opens the perf.data @path for @cmd: 0, 1 when it is damaged (said on
- * stderr, with what is wrong; what precedes the damage is read), or -1
- * when it cannot be read (said too). */
-int pts_perfcmd_open(const char *cmd, const char *path,
+/* Opens the perf.data @path for command @who (cmd_perf.c): 0, 1 when it
+ * is damaged (said on stderr, with what is wrong; what precedes the
+ * damage is read), or -1 when it cannot be read (said too). */
+int pts_perfcmd_open(const char *who, const char *path,
 		     struct pts_perf **perf);
 
 struct pts_trace_config;

@@ -8,21 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int pts_perfcmd_open(const char *cmd, const char *path,
-		     struct pts_perf **perf)
-{
-	struct pts_perf_error err;
-	const int rc = pts_perf_open(path, perf, &err);
-	if (rc < 0) {
-		pts_cli_error(cmd, "cannot read %s: %s", path, err.msg);
-		return -1;
-	}
-	if (rc == 1)
-		pts_cli_error(cmd, "%s is damaged, reading what precedes it: %s",
-			      path, err.msg);
-	return rc;
-}
-
 int pts_perfcmd_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem)
 {
 	if (need <= *cap)
@@ -76,9 +61,7 @@ void pts_perfcmd_mark(struct perf_cmd *pc, uint64_t time)
 		pts_perforder_mark(pc->order, pc, time);
 }
 
-/* Whether the queues' output goes through perf_order: several queues
- * selected, times known, output wanted, and time order asked for (or the
- * action's default: flow). */
+/* How many queues --cpu and --tid select. */
 static uint32_t selected_queues(const struct perf_cmd *pc)
 {
 	uint32_t selected = 0;
@@ -88,6 +71,9 @@ static uint32_t selected_queues(const struct perf_cmd *pc)
 	return selected;
 }
 
+/* Whether the queues' output goes through perf_order: several queues
+ * selected, times known, output wanted, and time order asked for (or the
+ * action's default: flow). */
 static int ordering(const struct perf_cmd *pc)
 {
 	const uint32_t selected = selected_queues(pc);

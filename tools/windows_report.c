@@ -97,42 +97,37 @@ static size_t app_left(char *p, size_t len, size_t cap, const char *s,
 	return n < width ? app_spaces(p, len, cap, width - n) : len;
 }
 
-/* @v in decimal / hexadecimal, right-aligned in @width columns (%Nu, %Nx),
- * written in place. A number that does not fit is left out (never seen:
- * the line buffer is far larger than a line). */
-static size_t app_dec(char *p, size_t len, size_t cap, uint64_t v,
+/* @v by @write (pts_out_dec(), pts_out_hex()) right-aligned in @width
+ * columns (%Nu, %Nx), written in place; left out when it may not fit
+ * (never seen: the line buffer is far larger than a line). */
+static size_t app_num(char *p, size_t len, size_t cap,
+		      char *(*write)(char *p, uint64_t v), uint64_t v,
 		      unsigned width)
 {
-	unsigned n = 1;
-
-	for (uint64_t t = v; t >= 10; t /= 10)
-		n++;
-	if (len + n + width + 1 >= cap)
+	if (len + 20 + width + 1 >= cap)
 		return len;
-	for (; width > n; width--)
-		p[len++] = ' ';
-	for (unsigned i = n; i--; v /= 10)
-		p[len + i] = (char)('0' + v % 10);
+	char *const at = p + len;
+	size_t n = (size_t)(write(at, v) - at);
+	if (n < width) {
+		memmove(at + (width - n), at, n);
+		memset(at, ' ', width - n);
+		n = width;
+	}
 	len += n;
 	p[len] = '\0';
 	return len;
 }
 
+static size_t app_dec(char *p, size_t len, size_t cap, uint64_t v,
+		      unsigned width)
+{
+	return app_num(p, len, cap, pts_out_dec, v, width);
+}
+
 static size_t app_hexw(char *p, size_t len, size_t cap, uint64_t v,
 		       unsigned width)
 {
-	static const char digits[] = "0123456789abcdef";
-	const unsigned n = v ? (67u - (unsigned)__builtin_clzll(v)) / 4 : 1;
-
-	if (len + n + width + 1 >= cap)
-		return len;
-	for (; width > n; width--)
-		p[len++] = ' ';
-	for (unsigned i = n; i--; v >>= 4)
-		p[len + i] = digits[v & 15];
-	len += n;
-	p[len] = '\0';
-	return len;
+	return app_num(p, len, cap, pts_out_hex, v, width);
 }
 
 static size_t app_hex(char *p, size_t len, size_t cap, uint64_t v)
