@@ -16,6 +16,8 @@ static void trace_state_init(struct pts_flow *f)
 	f->ended = f->pkt_eos = false;
 	f->q_in_psb = false;
 	f->st = ST_NOSYNC;
+	f->nosync_from = f->pkt_config.base_offset;
+	f->no_skip = false;
 	f->ip = f->cr3 = 0;
 	f->mode = PTS_EXEC_64;
 	f->nr = 0;
@@ -202,8 +204,8 @@ static int refill(struct pts_flow *f, struct pts_input *in)
 			f->pkt_eos = true;
 			break;
 		case -PTS_ERR_SKIPPED:
-			pts_pkt_error_range(f->pkt, &begin, &end);
-			f->stats.skipped += end - begin;
+			/* The walker reports them: it skips up to the
+			 * next PSB too (SKIP records). */
 			break;
 		default:
 			/* A packet error goes into the queue so that it is
@@ -1099,7 +1101,7 @@ static int flow_next(struct pts_flow *f, struct pts_input *in,
 				break;
 			/* More trace after the end (pts_flow_end not yet
 			 * called, or packets after an error): go on. */
-			f->st = ST_NOSYNC;
+			pts_flow_lose_sync(f);
 		}
 		if (!f->pkt_eos && f->qlen < LOOKAHEAD) {
 			int again = in ? refill(f, in) : -PTS_ERR_AGAIN;

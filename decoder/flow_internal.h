@@ -67,6 +67,11 @@ struct pts_flow {
 
 	/* Walker state. */
 	enum flow_state st;
+	/* ST_NOSYNC: the stream offset from which bytes are skipped up to
+	 * the next PSB (a SKIP record then); no_skip: none are (the data
+	 * ended inside a packet, which the error reports). */
+	uint64_t nosync_from;
+	bool no_skip;
 	uint64_t ip, cr3;
 	uint8_t mode;
 	uint8_t nr;
@@ -263,6 +268,8 @@ void pts_flow_error(struct pts_flow *f, int err, uint64_t ip);
  * TNT packet the bit came from, not at the packet that follows it. */
 void pts_flow_error_tnt(struct pts_flow *f, int err, uint64_t ip);
 
+/* Drops to ST_NOSYNC: what comes up to the next PSB is skipped. */
+void pts_flow_lose_sync(struct pts_flow *f);
 /* One step in the states that do not walk code. */
 void pts_flow_step_nosync(struct pts_flow *f);
 void pts_flow_step_psb(struct pts_flow *f);

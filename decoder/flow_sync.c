@@ -41,7 +41,9 @@ static void error_at(struct pts_flow *f, int err, uint64_t ip, uint64_t offset)
 	r->error = (int16_t)err;
 	f->stats.errors++;
 	f->stats.truncated += err == -PTS_ERR_TRUNCATED;
-	f->st = ST_NOSYNC;
+	pts_flow_lose_sync(f);
+	/* Data that ends inside a packet is that error, no skip. */
+	f->no_skip = err == -PTS_ERR_TRUNCATED;
 	f->tnt_count = 0;
 	f->rs_len = 0;
 	/* What ran up to the next sync is lost: a TIP.PGE there is no
@@ -60,9 +62,34 @@ void pts_flow_error_tnt(struct pts_flow *f, int err, uint64_t ip)
 	error_at(f, err, ip, f->tnt_offset);
 }
 
+void pts_flow_lose_sync(struct pts_flow *f)
+{
+	const struct pts_packet *head = pts_flow_peek(f, 0);
+	f->st = ST_NOSYNC;
+	f->nosync_from = head ? head->offset : pts_pkt_offset(f->pkt);
+	f->no_skip = false;
+}
+
+/* Reports the bytes skipped since sync was lost, up to stream offset @end
+ * (a PSB, or the end of the trace), as a SKIP record. */
+static void skipped_to(struct pts_flow *f, uint64_t end)
+{
+	if (f->no_skip || end <= f->nosync_from)
+		return;
+	struct pts_flow_rec *r = pts_flow_emit(f, PTS_FLOW_SKIP);
+	r->offset = f->nosync_from;
+	r->arg = end;
+	f->stats.skipped += end - f->nosync_from;
+	f->no_skip = true;
+}
+
 void pts_flow_step_nosync(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
+	/* The queue runs dry only at the end of the trace (flow_next()
+	 * steps with LOOKAHEAD packets queued, or none to come). */
+	if (!p || p->kind == PTS_PKT_PSB)
+		skipped_to(f, p ? p->offset : pts_pkt_offset(f->pkt));
 	if (!p) {
 		f->st = ST_DONE;
 		return;

@@ -107,7 +107,8 @@ int pts_topa_own(struct pts_topa *t, void *addr, size_t len, int mapped)
 			free(addr);
 		return pts_topa_fail(t, PTS_ERR_NOMEM, "out of memory");
 	}
-	t->owned[t->nowned++] = (struct pts_topa_owned){addr, len, !!mapped};
+	t->owned[t->nowned++] = (struct pts_topa_owned){
+		.addr = addr, .len = len, .mapped = !!mapped};
 	return 0;
 }
 
@@ -156,22 +157,40 @@ int pts_topa_map_file(struct pts_topa *t, const char *path,
 				     strerror(errno));
 	struct stat st;
 	int err;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
-			       fd, 0);
-		if (p != MAP_FAILED) {
-			close(fd);
-			err = pts_topa_own(t, p, (size_t)st.st_size, 1);
-			if (err < 0)
-				return err;
-			*data = p;
-			*len = (uint64_t)st.st_size;
-			return 0;
-		}
+	const int known = fstat(fd, &st) == 0;
+	void *p = MAP_FAILED;
+	if (known && S_ISREG(st.st_mode) && st.st_size > 0)
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+			 0);
+	if (p != MAP_FAILED) {
+		err = pts_topa_own(t, p, (size_t)st.st_size, 1);
+		*data = p;
+		*len = (uint64_t)st.st_size;
+	} else {
+		err = read_whole(t, fd, path, data, len);
 	}
-	err = read_whole(t, fd, path, data, len);
 	close(fd);
-	return err;
+	if (err < 0 || !known)
+		return err;
+	/* The file's identity, for pts_topa_reads_file(). */
+	struct pts_topa_owned *o = &t->owned[t->nowned - 1];
+	o->from_file = 1;
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
+	return 0;
+}
+
+int pts_topa_reads_file(const struct pts_topa *t, const char *path)
+{
+	struct stat st;
+	if (!t || !path || stat(path, &st) != 0)
+		return 0;
+	for (uint32_t i = 0; i < t->nowned; i++) {
+		const struct pts_topa_owned *o = &t->owned[i];
+		if (o->from_file && o->dev == st.st_dev && o->ino == st.st_ino)
+			return 1;
+	}
+	return 0;
 }
 
 /* Index of the first span whose end lies above @phys (spans are sorted and

@@ -38,7 +38,7 @@ static int tok_is(const struct token *k, const char *word)
 __attribute__((format(printf, 3, 4))) static int bad(struct desc *d, int code,
 						     const char *fmt, ...)
 {
-	char msg[256];
+	char msg[4352]; /* a message may hold a path */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);

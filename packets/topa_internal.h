@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Bounds that keep hostile descriptions (and the fuzzer) from asking for
  * unbounded memory or time; real buffer sets are far below them. */
@@ -38,6 +39,9 @@ struct pts_topa_owned {
 	void *addr;
 	size_t len;
 	uint8_t mapped;
+	uint8_t from_file; /* read from the file @dev, @ino */
+	dev_t dev;
+	ino_t ino;
 };
 
 struct pts_topa {
@@ -72,7 +76,9 @@ struct pts_topa {
 		      uint64_t *len);
 	void *opener_ctx;
 
-	char err[320];
+	/* Room for messages naming a file by a path of PATH_MAX bytes (the
+	 * 320 bytes of old cut such messages short). */
+	char err[4608];
 };
 
 /* Records a message for pts_topa_errmsg() and returns -@code. */

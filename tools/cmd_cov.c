@@ -142,8 +142,9 @@ static void summary(struct cov_cli *c, const struct pts_flow *flow)
 	fprintf(stderr,
 		"ptscope cov: %" PRIu64 " instructions, %" PRIu64
 		" edges, %" PRIu64 " runs (%" PRIu64 " classified), %" PRIu64
-		" errors",
-		fs.insns, st.edges, st.runs, st.runs_built, c->errors);
+		" errors, %" PRIu64 " bytes skipped",
+		fs.insns, st.edges, st.runs, st.runs_built, c->errors,
+		fs.skipped);
 	if (bm)
 		fprintf(stderr, ", bitmap %zu of %zu slots", hit, size);
 	if (c->cut)

@@ -35,6 +35,11 @@ static void help(void)
 	       "  --resync-on-error         go on at the next PSB after an error\n"
 	       "                            (default: stop at the first error)\n"
 	       "\n"
+	       "Bytes skipped to reach a PSB (before the first one, after an\n"
+	       "error) show as\n"
+	       "  [<from>-<to>: skipped <n> bytes to resync]\n"
+	       "and are not errors (as in `ptscope dump`).\n"
+	       "\n"
 	       "Exit status: 0 clean, 1 the trace had decode errors (a last\n"
 	       "packet cut where a ToPA buffer ends is not one), 2 usage or\n"
 	       "I/O error.\n");
@@ -76,6 +81,8 @@ static int print_batch(const struct pts_flow_printer *pr,
 			continue;
 		if (r->kind == PTS_FLOW_EVENT) {
 			pts_flow_print_event(pr, r);
+		} else if (r->kind == PTS_FLOW_SKIP) {
+			pts_flow_print_skip(pr, r);
 		} else if (o->format == FMT_BLOCKS) {
 			char *p = pts_out_reserve(pr->out, 64);
 			char *e = pts_out_hex16(p, r->ips[0]);
@@ -138,8 +145,9 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 		const bool cut = src->cut_by && st.truncated;
 		fprintf(stderr,
 			"instructions: %" PRIu64 "\nevents: %" PRIu64
-			"\nerrors: %" PRIu64 "\n",
-			st.insns, st.events, st.errors - (cut ? st.truncated : 0));
+			"\nerrors: %" PRIu64 "\nskipped: %" PRIu64 " bytes\n",
+			st.insns, st.events,
+			st.errors - (cut ? st.truncated : 0), st.skipped);
 		if (cut)
 			fprintf(stderr, "truncated: the last packet (%s)\n",
 				src->cut_by);

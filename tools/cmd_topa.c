@@ -22,10 +22,13 @@ static const char cmd[] = "topa";
 #define STUCK_LIMIT 64
 
 /* The input options, turned into description lines (one parser for the
- * file and the command line). */
+ * file and the command line), and the option behind each line, for
+ * messages ("--maxphyaddr=0: ..." rather than "command line:7: ..."). */
 struct text {
 	char *buf;
 	size_t len, cap;
+	char **opts;
+	unsigned nopts;
 };
 
 struct topa_cli {
@@ -98,8 +101,18 @@ static void help(void)
 	      stdout);
 }
 
-static int text_add(struct text *x, const char *a, const char *b, const char *c)
+/* Adds the line "@a @b[ @c]" that option @opt (as given) made. Returns 0
+ * or -1 out of memory. */
+static int text_add(struct text *x, const char *opt, const char *a,
+		    const char *b, const char *c)
 {
+	char **opts = realloc(x->opts, (x->nopts + 1) * sizeof(*opts));
+	if (!opts)
+		return -1;
+	x->opts = opts;
+	if (!(opts[x->nopts] = strdup(opt)))
+		return -1;
+	x->nopts++;
 	const char *parts[] = {a, " ", b, c ? " " : "", c ? c : "", "\n"};
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		size_t n = strlen(parts[i]);
@@ -121,6 +134,8 @@ static int text_add(struct text *x, const char *a, const char *b, const char *c)
 static int add_placed(struct topa_cli *c, const char *directive,
 		      const char *opt, char *arg, int file_needed)
 {
+	char given[LINE_MAX_];
+	snprintf(given, sizeof(given), "--%s=%s", opt, arg);
 	char *eq = strchr(arg, '=');
 	if (eq)
 		*eq++ = '\0';
@@ -133,7 +148,7 @@ static int add_placed(struct topa_cli *c, const char *directive,
 			"--%s: blanks and '#' cannot be given here; use "
 			"a description file",
 			opt);
-	return text_add(&c->lines, directive, arg, eq) < 0
+	return text_add(&c->lines, given, directive, arg, eq) < 0
 		       ? pts_cli_usage_error(cmd, "out of memory")
 		       : 0;
 }
@@ -165,6 +180,7 @@ static int parse_input(struct topa_cli *c, int argc, char **argv)
 		['x'] = "maxphyaddr",
 	};
 	int o, err;
+	char given[LINE_MAX_];
 	while ((o = pts_cli_getopt(argc, argv, "+:h", longopts)) != -1) {
 		switch (o) {
 		case 'd':
@@ -191,10 +207,16 @@ static int parse_input(struct topa_cli *c, int argc, char **argv)
 		case 's':
 		case 'w':
 		case 'x':
+			/* the option: its directive, '_' as '-' */
+			snprintf(given, sizeof(given), "--%s=%s", keys[o],
+				 optarg);
+			for (char *u = given; *u != '='; u++)
+				*u = *u == '_' ? '-' : *u;
 			if (strpbrk(optarg, " \t#\n") || !*optarg)
-				return pts_cli_usage_error(
-					cmd, "bad value '%s'", optarg);
-			if (text_add(&c->lines, keys[o], optarg, NULL) < 0)
+				return pts_cli_usage_error(cmd, "%s: bad value",
+							   given);
+			if (text_add(&c->lines, given, keys[o], optarg, NULL) <
+			    0)
 				return pts_cli_usage_error(cmd,
 							   "out of memory");
 			break;
@@ -211,6 +233,24 @@ static int parse_input(struct topa_cli *c, int argc, char **argv)
 	return 0;
 }
 
+/* Reports the error @err the parser found in the options' lines, naming
+ * the option: a bad value is a usage error. Returns the exit status. */
+static int option_error(struct topa_cli *c, int err)
+{
+	static const char origin[] = "command line:";
+	const char *msg = pts_topa_errmsg(c->t);
+	char *rest = NULL;
+	unsigned long line = 0;
+	if (!strncmp(msg, origin, sizeof(origin) - 1))
+		line = strtoul(msg + sizeof(origin) - 1, &rest, 10);
+	if (line < 1 || line > c->lines.nopts || strncmp(rest, ": ", 2)) {
+		pts_cli_error(cmd, "%s", msg[0] ? msg : pts_strerror(err));
+		return PTS_EXIT_USAGE;
+	}
+	return pts_cli_usage_error(cmd, "%s: %s", c->lines.opts[line - 1],
+				   rest + 2);
+}
+
 /* Loads the description and the options, and linearizes. Returns an exit
  * status. */
 static int load(struct topa_cli *c)
@@ -218,9 +258,12 @@ static int load(struct topa_cli *c)
 	int err = pts_topa_new(&c->t);
 	if (err == 0 && c->desc)
 		err = pts_topa_load_desc(c->t, c->desc);
-	if (err == 0 && c->lines.len)
+	if (err == 0 && c->lines.len) {
 		err = pts_topa_parse_desc(c->t, c->lines.buf, c->lines.len,
 					  NULL, "command line");
+		if (err < 0)
+			return option_error(c, err);
+	}
 	if (err == 0)
 		err = pts_topa_linearize(c->t);
 	if (err == 0)
@@ -237,6 +280,12 @@ static int load(struct topa_cli *c)
 
 static int run_linear(struct topa_cli *c)
 {
+	/* Truncating a region the linearizer maps loses it (and the run
+	 * fails with EFAULT): refuse before opening. */
+	if (pts_topa_reads_file(c->t, c->out_path))
+		return pts_cli_usage_error(
+			cmd, "-o %s is an input of the description",
+			c->out_path);
 	FILE *f = strcmp(c->out_path, "-") ? fopen(c->out_path, "wb") : stdout;
 	if (!f) {
 		pts_cli_error(cmd, "cannot create %s: %s", c->out_path,
@@ -503,5 +552,8 @@ int pts_cmd_topa(int argc, char **argv)
 						   : run_info(&c);
 	pts_topa_free(c.t);
 	free(c.lines.buf);
+	for (unsigned i = 0; i < c.lines.nopts; i++)
+		free(c.lines.opts[i]);
+	free(c.lines.opts);
 	return status < 0 ? PTS_EXIT_OK : status;
 }

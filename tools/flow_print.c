@@ -120,6 +120,25 @@ void pts_flow_print_error(const struct pts_flow_printer *p,
 	pts_out_commit(p->out, (size_t)n);
 }
 
+void pts_flow_print_skip(const struct pts_flow_printer *p,
+			 const struct pts_flow_rec *r)
+{
+	char *at = pts_out_reserve(p->out, 256 + p->fields_len);
+	char *e;
+	if (p->jsonl) {
+		e = PUT_LIT(at + open_object(p, at), "\"offset\":");
+		e = PUT_LIT(pts_out_dec(e, r->offset), ",\"skipped\":");
+		e = PUT_LIT(pts_out_dec(e, r->arg - r->offset), ",\"end\":");
+		e = PUT_LIT(pts_out_dec(e, r->arg), "}");
+	} else {
+		/* 60 characters at most: the room is there */
+		e = at + pts_print_ptdump_error(-PTS_ERR_SKIPPED, r->offset,
+						r->arg, at, 128);
+	}
+	*e++ = '\n';
+	pts_out_commit(p->out, (size_t)(e - at));
+}
+
 void pts_flow_print_truncated(const struct pts_flow_printer *p,
 			      const struct pts_flow_rec *r, uint64_t end,
 			      const char *why)

@@ -29,6 +29,10 @@ void pts_flow_print_event(const struct pts_flow_printer *p,
 /* The ERROR record @r. */
 void pts_flow_print_error(const struct pts_flow_printer *p,
 			  const struct pts_flow_rec *r);
+/* The SKIP record @r: dump's line ("[b-e: skipped N bytes to resync]"),
+ * in jsonl {"offset":b,"skipped":N,"end":e}. */
+void pts_flow_print_skip(const struct pts_flow_printer *p,
+			 const struct pts_flow_rec *r);
 /* The ERROR record @r of a last packet cut where a ToPA buffer ends, at
  * stream offset @end, for the reason @why (pts_cli_topa_cut_by()): the
  * truncation line of `topa dump`, not an error. */

@@ -62,21 +62,37 @@ struct queue_flow {
 	uint64_t shift; /* bytes inserted so far */
 };
 
-/* The stream offset of walker offset @w; 0 for the inserted PIP itself. */
-static int real_offset(const struct queue_flow *f, uint64_t w, uint64_t *off)
+/* The number of PIPs inserted before walker offset @w. */
+static uint32_t pips_before(const struct queue_flow *f, uint64_t w)
 {
-	uint32_t lo = 0, hi = f->nfed; /* first fed_at > w */
+	uint32_t lo = 0, hi = f->nfed; /* first fed_at >= w */
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (f->fed_at[mid] <= w)
+		if (f->fed_at[mid] < w)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo && f->fed_at[lo - 1] == w)
+	return lo;
+}
+
+/* The stream offset of walker offset @w; 0 for the inserted PIP itself. */
+static int real_offset(const struct queue_flow *f, uint64_t w, uint64_t *off)
+{
+	const uint32_t n = pips_before(f, w);
+	if (n < f->nfed && f->fed_at[n] == w)
 		return 0;
-	*off = w - (uint64_t)lo * PIP_SIZE;
+	*off = w - (uint64_t)n * PIP_SIZE;
 	return 1;
+}
+
+/* The stream range of the SKIP record @r, whose walker range may hold
+ * inserted PIPs; 0 when only those were skipped. */
+static int real_skip(const struct queue_flow *f, struct pts_flow_rec *r)
+{
+	r->offset -= (uint64_t)pips_before(f, r->offset) * PIP_SIZE;
+	r->arg -= (uint64_t)pips_before(f, r->arg) * PIP_SIZE;
+	return r->arg > r->offset;
 }
 
 static int need_of_class(int iclass)
@@ -122,7 +138,8 @@ static int run_need(struct queue_flow *f, const struct pts_flow_rec *r)
  * one for all but the last instruction of a run and one for the last. */
 static void locate(struct queue_flow *f, const struct pts_flow_rec *r)
 {
-	if (!f->timed)
+	/* skipped bytes: no time of their own (that of the last record) */
+	if (!f->timed || r->kind == PTS_FLOW_SKIP)
 		return;
 	struct clockwalk_times t = {0};
 	if (r->kind == PTS_FLOW_INSNS) {
@@ -227,7 +244,10 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 	for (int i = 0; i < n; i++) {
 		struct pts_flow_rec *r = &recs[i];
 		/* the inserted PIPs are ours: their events are not shown */
-		if (f->nfed && !real_offset(f, r->offset, &r->offset))
+		const int shown = r->kind == PTS_FLOW_SKIP
+					  ? real_skip(f, r)
+					  : real_offset(f, r->offset, &r->offset);
+		if (f->nfed && !shown)
 			continue;
 		f->insns += r->kind == PTS_FLOW_INSNS ? r->n : 0;
 		f->errors += r->kind == PTS_FLOW_ERROR;
@@ -250,6 +270,8 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 			pts_flow_print_insns(&pr, r);
 		else if (r->kind == PTS_FLOW_EVENT)
 			pts_flow_print_event(&pr, r);
+		else if (r->kind == PTS_FLOW_SKIP)
+			pts_flow_print_skip(&pr, r);
 		else
 			pts_flow_print_error(&pr, r);
 	}

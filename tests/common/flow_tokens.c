@@ -109,7 +109,8 @@ static void ptscope_rec(const struct pts_flow_rec *r, struct pts_toks *t)
 		if (getenv("FLOW_TOKENS_DEBUG"))
 			fprintf(stderr, "ptscope error at %" PRIx64 ": %s\n",
 				r->offset, pts_strerror(r->error));
-	} else if (!(r->flags & PTS_EV_F_STATUS)) {
+	} else if (r->kind == PTS_FLOW_EVENT &&
+		   !(r->flags & PTS_EV_F_STATUS)) {
 		if (r->type == PTS_EV_ENABLED)
 			pts_toks_add(t, PTS_TOK_EVENT(
 				(r->flags & PTS_EV_F_RESUMED) ? PTS_TOK_RESUMED

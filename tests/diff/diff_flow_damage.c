@@ -1047,8 +1047,10 @@ static void ptscope_need_seg(struct ptscope_run *r)
 static void ptscope_rec(struct ptscope_run *r, const struct pts_flow_rec *rec)
 {
 	struct pts_toks *t = &r->f->t;
-	if (rec->kind == PTS_FLOW_EVENT &&
-	    ((rec->flags & PTS_EV_F_STATUS) || rec->type == PTS_EV_END))
+	/* Skipped bytes are no flow (libipt skips them silently). */
+	if (rec->kind == PTS_FLOW_SKIP ||
+	    (rec->kind == PTS_FLOW_EVENT &&
+	     ((rec->flags & PTS_EV_F_STATUS) || rec->type == PTS_EV_END)))
 		return;
 	ptscope_need_seg(r);
 	if (rec->kind == PTS_FLOW_INSNS) {

@@ -73,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t pos = 0;
 	struct pts_input in = {NULL, 0, 0};
 	unsigned idle_calls = 0;
+	uint64_t skipped = 0, skip_end = 0;
 	for (;;) {
 		int n = next_records(flow, &in, recs, max, cap);
 		if (n == -PTS_ERR_EOS)
@@ -92,7 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		idle_calls = 0;
 		for (int i = 0; i < n; i++) {
 			const struct pts_flow_rec *r = &recs[i];
-			REQUIRE(r->kind >= PTS_FLOW_INSNS && r->kind <= PTS_FLOW_ERROR);
+			REQUIRE(r->kind >= PTS_FLOW_INSNS &&
+				r->kind <= PTS_FLOW_SKIP);
 			if (r->kind == PTS_FLOW_INSNS) {
 				REQUIRE(r->n >= 1 && r->ips[0] == r->ip);
 				/* Code only comes from the image. */
@@ -106,11 +108,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				char text[128];
 				REQUIRE(r->type < PTS_EV_COUNT);
 				REQUIRE(pts_flow_event_text(r, text, sizeof(text)) > 0);
+			} else if (r->kind == PTS_FLOW_SKIP) {
+				/* in the trace, in order, not overlapping */
+				REQUIRE(r->offset >= skip_end &&
+					r->offset < r->arg && r->arg <= size);
+				skip_end = r->arg;
+				skipped += r->arg - r->offset;
 			} else {
 				REQUIRE(r->error < 0);
 			}
 		}
 	}
+	struct pts_flow_stats st;
+	pts_flow_get_stats(flow, &st);
+	REQUIRE(st.skipped == skipped);
 	pts_flow_free(flow);
 	return 0;
 }

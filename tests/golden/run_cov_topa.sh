@@ -7,7 +7,8 @@
 #      and not: `topa linear` gives back the trace bytes (the last
 #      buffer-size bytes when wrapped, the first ones after a STOP);
 #      `topa flow`, `topa cov` and `cov --topa` equal `flow` and `cov` on
-#      that linear trace; `topa windows` runs.
+#      that linear trace; `topa windows` runs;
+#   3. `topa linear -o` refuses to write over one of its inputs.
 set -eu
 ptscope=$1
 root=$2
@@ -139,4 +140,29 @@ done <<EOF
 single:16K 60000 tail
 8K/4K,4K/8K@1 60000 lead
 EOF
+
+# `topa linear -o` onto one of its inputs (a region, a table, the
+# description, a region under another name) is refused before anything is
+# written (exit 2): truncating a mapped region destroyed it.
+t=$tmp/t1.pt
+ln "$t.r0.bin" "$tmp/alias.bin"
+for victim in "$t.r0.bin" "$t.t1.bin" "$t.desc" "$tmp/alias.bin"; do
+	cp "$victim" "$tmp/before"
+	status=0
+	"$ptscope" topa --desc "$t.desc" linear -o "$victim" 2> "$tmp/err" ||
+		status=$?
+	[ "$status" -eq 2 ] &&
+		grep -q "ptscope topa: -o $victim is an input of the desc" \
+			"$tmp/err" && cmp -s "$victim" "$tmp/before" ||
+		{ echo "FAIL linear onto $victim: exit $status"; fail=1; }
+done
+[ $fail = 1 ] || echo "ok   linear onto its inputs refused"
+
+# A message naming a long path holds all of it (it was cut at 320 bytes).
+long=$tmp/$(printf 'd%.0s' $(seq 1 150))/$(printf 'f%.0s' $(seq 1 150)).bin
+status=0
+"$ptscope" topa --desc "$t.desc" --region "0x100000000=$long" info \
+	2> "$tmp/err" || status=$?
+[ "$status" -eq 2 ] && grep -qF "$long: No such file or directory" "$tmp/err" ||
+	{ echo "FAIL long path: exit $status, $(cat "$tmp/err")"; fail=1; }
 exit $fail

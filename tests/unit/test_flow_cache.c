@@ -154,6 +154,9 @@ static void decode(struct pts_flow *f, const struct hand_trace *t, int max,
 			} else if (r->kind == PTS_FLOW_EVENT) {
 				add(out, "ev %u ip %llx ", r->type,
 				    (unsigned long long)r->ip);
+			} else if (r->kind == PTS_FLOW_SKIP) {
+				add(out, "skip to %llx ",
+				    (unsigned long long)r->arg);
 			} else {
 				add(out, "err %d ip %llx ", r->error,
 				    (unsigned long long)r->ip);

@@ -114,7 +114,7 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 	struct pts_input in = {t->buf, t->len, 0};
 	struct pts_flow_rec recs[16];
 	size_t len = 0;
-	uint64_t errors = 0, cuts = 0;
+	uint64_t errors = 0, cuts = 0, skipped = 0;
 	int n;
 	out[0] = 0;
 	pts_flow_end(f);
@@ -128,6 +128,10 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 					len += (size_t)snprintf(
 						out + len, cap - len, "%llx ",
 						(unsigned long long)r->ips[k]);
+			} else if (r->kind == PTS_FLOW_SKIP) {
+				/* the rest after an error: not in the string
+				 * (the cases compare flows), counted */
+				skipped += r->arg - r->offset;
 			} else if (r->kind == PTS_FLOW_ERROR) {
 				errors++;
 				cuts += r->error == -PTS_ERR_TRUNCATED;
@@ -164,6 +168,7 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 	pts_flow_get_stats(f, &st);
 	CHECK_EQ(st.errors, errors);
 	CHECK_EQ(st.truncated, cuts);
+	CHECK_EQ(st.skipped, skipped);
 	pts_flow_free(f);
 	pts_image_free(img);
 }

@@ -241,7 +241,9 @@ int pts_insn_disasm(struct pts_insn_classifier *cls, int mode, uint64_t ip,
 enum pts_flow_kind {
 	PTS_FLOW_INSNS = 1, /* @n instructions: ips[i], sizes[i] */
 	PTS_FLOW_EVENT = 2, /* an event: @type, @ip, @arg, @arg2 */
-	PTS_FLOW_ERROR = 3  /* @error at @offset, instruction @ip */
+	PTS_FLOW_ERROR = 3, /* @error at @offset, instruction @ip */
+	PTS_FLOW_SKIP = 4   /* trace bytes [@offset, @arg) skipped to reach
+			       a PSB: before the first one, after an error */
 };
 
 /* Events (pts_flow_rec.type); the comment says what @ip, @arg, @arg2 hold.
@@ -295,7 +297,7 @@ struct pts_flow_rec {
 				  pts_flow_next() call) */
 	const uint8_t *sizes;  /* INSNS: @n sizes */
 	union {
-		uint64_t arg;  /* EVENT payload */
+		uint64_t arg;  /* EVENT payload; SKIP: end of the bytes */
 		/* INSNS: the run id. Runs with the same id (non-zero) have
 		 * the same ips, sizes, @n, @cr3 and @mode, within the
 		 * process and for as long as the image set is not changed:
@@ -403,7 +405,8 @@ struct pts_flow_stats {
 	uint64_t blocks_built; /* blocks decoded with capstone (since
 				  creation: pts_flow_reset() keeps them) */
 	uint64_t cache_flushes;
-	uint64_t skipped;      /* trace bytes skipped to resync */
+	uint64_t skipped;      /* trace bytes skipped to resync: the sum
+				  of the SKIP records */
 	uint64_t truncated;    /* of @errors, -PTS_ERR_TRUNCATED: the last
 				  packet cut by the end of the data (which
 				  a ToPA STOP leaves; a caller may count

@@ -121,6 +121,12 @@ struct pts_topa;
 /* Allocates an empty buffer set. Returns 0 and sets *@out, or
  * -PTS_ERR_NOMEM. */
 int pts_topa_new(struct pts_topa **out);
+/* Whether @path names a file @t read (the description, or a table,
+ * region or memory file it names): the same device and inode. A tool
+ * writing output checks it first, since writing over a file @t maps
+ * would destroy the input while it is being read. 0 for NULL. */
+int pts_topa_reads_file(const struct pts_topa *t, const char *path);
+
 /* Frees @t with the files it mapped; NULL is a no-op. */
 void pts_topa_free(struct pts_topa *t);
 
