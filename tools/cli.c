@@ -156,14 +156,59 @@ void pts_cli_write_error(const char *cmd, const char *path)
 	pts_cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
 }
 
+/* Line @n (from 1) of the file @path, without its newline, into @buf
+ * (cut to @cap - 1 bytes; "" when it cannot be read). Returns whether a
+ * line up to @n is the version line a configuration starts with. */
+static int config_line(const char *path, int n, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	int version = 0;
+	buf[0] = '\0';
+	for (int i = 1; f && i <= n && fgets(buf, (int)cap, f); i++) {
+		/* the rest of a line too long for @buf */
+		int ch = 0;
+		if (!strchr(buf, '\n'))
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+		version |= !strncmp(buf + strspn(buf, " \t"),
+				    "ptscope-config", 14);
+	}
+	if (f)
+		fclose(f);
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return version;
+}
+
 void pts_cli_config_error(const char *cmd, const char *path, int line,
 			  int err)
 {
-	if (err == -PTS_ERR_IO)
+	char text[96];
+	if (err == -PTS_ERR_IO) {
 		pts_cli_error(cmd, "cannot read %s: %s", path,
 			      pts_cli_errstr(err));
-	else
+		return;
+	}
+	const int version = config_line(path, line, text, sizeof(text));
+	if (err != -PTS_ERR_BAD_FORMAT && err != -PTS_ERR_BAD_CONFIG) {
 		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
+	} else if (!version) {
+		pts_cli_error(cmd,
+			      "%s:%d: not a ptscope configuration (its first "
+			      "directive is 'ptscope-config 1'; "
+			      "fixtures/FORMATS.md)",
+			      path, line);
+	} else if (err == -PTS_ERR_BAD_CONFIG) {
+		pts_cli_error(cmd,
+			      "%s:%d: '%s': values that contradict each other "
+			      "(a range A-B with A above B, too many EEXIT "
+			      "targets, an enclave ending before it begins)",
+			      path, line, text);
+	} else {
+		pts_cli_error(cmd,
+			      "%s:%d: cannot parse '%s' (an unknown directive "
+			      "or a bad value; fixtures/FORMATS.md)",
+			      path, line, text);
+	}
 }
 
 const char *pts_cli_image_errstr(int raw, int err)

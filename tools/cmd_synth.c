@@ -236,6 +236,15 @@ static int parse_enclave(struct pts_image *img, const char *text,
 	return pts_config_add_enclave(cfg, &enc, entry) < 0 ? -1 : 0;
 }
 
+/* The long name of option @val. */
+static const char *opt_name(int val)
+{
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->val == val)
+			return o->name;
+	return "?";
+}
+
 static int rate(const char *arg, uint32_t *v)
 {
 	uint64_t x;
@@ -294,10 +303,11 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 	syn_options_default(&c->o);
 	while ((ret = pts_cli_getopt(argc, argv, ":o:qh", longopts)) != -1) {
 		int bad = 0;
+		const char *want = NULL; /* the values a bad one breaks */
 		switch (ret) {
 		case 'h':
 			help();
-			exit(0);
+			return -1;
 		case 'q': c->quiet = 1; break;
 		case 'o': c->output = optarg; break;
 		case OPT_WALK: c->walk = optarg; break;
@@ -318,6 +328,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			bad = pts_cli_parse_u64(cmd, "--insns", optarg,
 						1000000000, &c->o.insns) < 0 ||
 			      c->o.insns < 1000;
+			want = "1000 to 1000000000";
 			break;
 		case OPT_SEED:
 			bad = pts_cli_parse_u64(cmd, "--seed", optarg,
@@ -369,12 +380,14 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		case OPT_CPI:
 			bad = pts_cli_parse_u64(cmd, "--cpi", optarg, 1 << 16,
 						&v) < 0 || !v;
+			want = "1 to 65536";
 			c->o.cpi_q8 = (uint32_t)v;
 			break;
 		case OPT_TSC_RATIO: {
 			unsigned a, b;
 			bad = sscanf(optarg, "%u:%u", &a, &b) != 2 || !a || !b ||
 			      b / a >= 512;
+			want = "A:B, both above 0, B/A below 512";
 			c->o.eax = a;
 			c->o.ebx = b;
 			break;
@@ -383,6 +396,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		case OPT_CBR:
 			bad = pts_cli_parse_u64(cmd, "ratio", optarg, 255, &v) < 0 ||
 			      !v;
+			want = "1 to 255";
 			if (ret == OPT_NOM)
 				c->o.nom_ratio = (uint8_t)v;
 			else
@@ -394,6 +408,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		case OPT_OVF_LEN:
 			bad = pts_cli_parse_u64(cmd, "--ovf-len", optarg, 1000000,
 						&v) < 0 || !v;
+			want = "1 to 1000000";
 			c->o.ovf_len = (uint32_t)v;
 			break;
 		case OPT_ENCLAVE:
@@ -407,8 +422,11 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			return pts_cli_bad_option(cmd, ret, argv);
 		}
 		if (bad)
-			return pts_cli_usage_error(cmd, "bad value for %s",
-						   argv[optind - 1]);
+			return pts_cli_usage_error(
+				cmd, "--%s: bad value '%s'%s%s%s",
+				opt_name(ret), optarg ? optarg : "",
+				want ? " (" : "",
+				want ? want : "", want ? ")" : "");
 	}
 	if (!c->output)
 		return pts_cli_usage_error(cmd, "-o TRACE is required");
@@ -520,7 +538,7 @@ int pts_cmd_synth(int argc, char **argv)
 	memset(&c, 0, sizeof(c));
 	int ret = parse_args(&c, argc, argv);
 	if (ret)
-		return ret;
+		return ret < 0 ? PTS_EXIT_OK : ret; /* -1: --help */
 
 	int status = PTS_EXIT_USAGE, err;
 	struct pts_config cfg;

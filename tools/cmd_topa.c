@@ -330,7 +330,10 @@ static int run_info(struct topa_cli *c)
 	       i->wrapped ? "yes" : "no",
 	       i->stopped ? "yes (the last packet may be cut)" : "no",
 	       (unsigned long long)i->linear_size);
-	return fflush(stdout) == 0 ? PTS_EXIT_OK : PTS_EXIT_USAGE;
+	if (fflush(stdout) == 0)
+		return PTS_EXIT_OK;
+	pts_cli_error(cmd, "cannot write the output: %s", strerror(errno));
+	return PTS_EXIT_USAGE;
 }
 
 static void put_line(struct topa_cli *c, int len, char *p)

@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "progress.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,7 +65,8 @@ static int global_options(int argc, char **argv)
 	return i - 1;
 }
 
-int main(int argc, char **argv)
+/* Runs the command line; returns the exit status. */
+static int dispatch(int argc, char **argv)
 {
 	int skip = global_options(argc, argv);
 	argc -= skip;
@@ -99,4 +101,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	return cmd->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+	int status = dispatch(argc, argv);
+	/* What is still buffered goes out now: a full disk or a closed
+	 * pipe must not pass for success (`help > /dev/full` exited 0).
+	 * A command that saw the failure has said so (exit 2). */
+	if ((fflush(stdout) != 0 || ferror(stdout)) && status != 2) {
+		fprintf(stderr, "ptscope: cannot write the output: %s\n",
+			strerror(errno));
+		status = 2;
+	}
+	return status;
 }

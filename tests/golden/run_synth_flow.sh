@@ -53,4 +53,47 @@ done
 cmp -s "$fixtures/bin/enclave_demo" "$tmp/demo" ||
 	{ echo "synth wrote over the ELF it read" >&2; status=1; }
 [ $status = 1 ] || echo "synth output paths: ok"
+
+# Messages say what is wrong: an option's value and its range, a
+# configuration line quoted with why it does not parse (exit 2 each).
+expect_usage() { # WANT COMMAND...
+	want=$1
+	shift
+	code=0
+	"$@" 2>"$tmp/err" >/dev/null || code=$?
+	if [ "$code" != 2 ] || ! grep -qF -- "$want" "$tmp/err"; then
+		echo "$*: exit $code, '$(cat "$tmp/err")', want '$want'" >&2
+		status=1
+	fi
+}
+expect_usage "synth: --insns: bad value '999' (1000 to 1000000000)" \
+	"$ptscope" synth --walk "$tmp/demo" --insns 999 -o "$tmp/w.pt"
+printf 'ptscope-config 1\n# the ratio\nnom_freq 999\n' >"$tmp/value.cfg"
+expect_usage "value.cfg:3: cannot parse 'nom_freq 999'" \
+	"$ptscope" flow --config "$tmp/value.cfg" "$tmp/w.pt"
+printf 'ptscope-config 1\naddr0 0x500 0x100\n' >"$tmp/range.cfg"
+expect_usage "range.cfg:2: 'addr0 0x500 0x100': values that contradict" \
+	"$ptscope" windows --config "$tmp/range.cfg" "$tmp/w.pt"
+printf '# notes\nimage elf 0 /bin/true\n' >"$tmp/notcfg.cfg"
+expect_usage "notcfg.cfg:2: not a ptscope configuration" \
+	"$ptscope" flow --config "$tmp/notcfg.cfg" "$tmp/w.pt"
+# Output to a full disk: exit 2 and a message, whatever the command
+# (`help` exited 0, `topa info` 2 without a word).
+if [ -w /dev/full ]; then
+	"$ptscope" synth --walk "$tmp/demo" --insns 2000 -o "$tmp/w.pt" \
+		--topa 4K,4K -q
+	for c in "help" "flow --help" "synth --help" "dump $tmp/w.pt" \
+		"topa --desc $tmp/w.pt.desc info" "windows $tmp/w.pt"; do
+		code=0
+		# shellcheck disable=SC2086 # the words of $c
+		"$ptscope" $c >/dev/full 2>"$tmp/err" || code=$?
+		if [ "$code" != 2 ] || ! grep -q 'cannot write' "$tmp/err"
+		then
+			echo "$c > /dev/full: exit $code," \
+				"'$(cat "$tmp/err")'" >&2
+			status=1
+		fi
+	done
+fi
+[ $status = 1 ] || echo "messages: ok"
 exit $status
