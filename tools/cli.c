@@ -216,6 +216,9 @@ const char *pts_cli_image_errstr(int raw, int err)
 	if (raw && err == -PTS_ERR_INVALID)
 		return "expected FILE[:FROM[-TO]]:ADDR, FROM below TO, bytes "
 		       "inside the file, the range not wrapping around";
+	if (!raw && err == -PTS_ERR_BAD_FORMAT)
+		return "not an ELF file, or a damaged one, or one with no "
+		       "loadable segment";
 	return pts_cli_errstr(err);
 }
 

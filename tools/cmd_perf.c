@@ -113,6 +113,53 @@ static int parse_id(const char *opt, int64_t *id)
 	return 0;
 }
 
+/* Options only some actions read (a bit per enum perf_action), and the
+ * one format they need (FORMAT_DEFAULT: any): given elsewhere they would
+ * be ignored without a word. */
+#define FOR(a) (1u << (a))
+#define IMAGES_READERS \
+	(FOR(ACTION_INFO) | FOR(ACTION_FLOW) | FOR(ACTION_WINDOWS))
+static const struct {
+	char opt;
+	const char *name;
+	unsigned actions;
+	enum perf_format format;
+} scoped[] = {
+	{'R', "--sysroot", IMAGES_READERS, FORMAT_DEFAULT},
+	{'M', "--remap", IMAGES_READERS, FORMAT_DEFAULT},
+	{'n', "--no-inst", FOR(ACTION_FLOW), FORMAT_PTXED},
+	{'V', "--verify", FOR(ACTION_WINDOWS), FORMAT_DEFAULT},
+	{'E', "--enclave", FOR(ACTION_WINDOWS), FORMAT_DEFAULT},
+	{'L', "--lastip", FOR(ACTION_DUMP), FORMAT_PTDUMP},
+	{'O', "--no-offset", FOR(ACTION_DUMP), FORMAT_PTDUMP},
+	{'Q', "--order", FOR(ACTION_DUMP) | FOR(ACTION_FLOW), FORMAT_DEFAULT},
+	{'q', "--quiet", FOR(ACTION_DUMP) | FOR(ACTION_FLOW), FORMAT_DEFAULT},
+	{'v', "--verbose", FOR(ACTION_INFO), FORMAT_DEFAULT},
+};
+#undef IMAGES_READERS
+#undef FOR
+
+/* Refuses an option in @seen that @pc's action or format does not read.
+ * Returns 0 or the exit status. */
+static int check_scoped(const struct perf_cmd *pc, const char *seen,
+			const char *action)
+{
+	for (size_t i = 0; i < sizeof(scoped) / sizeof(scoped[0]); i++) {
+		if (!seen[(int)scoped[i].opt])
+			continue;
+		if (!(scoped[i].actions & (1u << pc->action)))
+			return pts_cli_usage_error(
+				cmd, "%s does not apply to %s (see --help)",
+				scoped[i].name, action);
+		if (scoped[i].format != FORMAT_DEFAULT &&
+		    scoped[i].format != pc->format)
+			return pts_cli_usage_error(
+				cmd, "%s applies to %s's default format only",
+				scoped[i].name, action);
+	}
+	return 0;
+}
+
 static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -134,8 +181,11 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	int c;
+	char seen[128] = {0};
 
 	while ((c = pts_cli_getopt(argc, argv, ":f:qvh", longopts)) != -1) {
+		if (c > 0 && c < 128)
+			seen[c] = 1;
 		switch (c) {
 		case 'R': {
 			struct stat st;
@@ -239,15 +289,11 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 			continue;
 		pc->action = (enum perf_action)i;
 		pc->path = argv[optind + 1];
-		if (pc->order_by != ORDER_DEFAULT && i != ACTION_DUMP &&
-		    i != ACTION_FLOW)
-			return pts_cli_usage_error(cmd, "--order: only dump "
-							"and flow print in an order");
 		if (pc->format == FORMAT_DEFAULT || i == ACTION_INFO)
 			pc->format = formats[i][0];
 		for (int k = 0; k < 3; k++)
 			if (pc->format == formats[i][k])
-				return 0;
+				return check_scoped(pc, seen, actions[i]);
 		return pts_cli_usage_error(cmd, "--format: not one %s prints",
 					   actions[i]);
 	}
@@ -760,8 +806,12 @@ int pts_cmd_perf(int argc, char **argv)
 	int orc = pts_perfcmd_open(cmd, pc.path, &pc.perf);
 	if (orc < 0)
 		return PTS_EXIT_USAGE;
+	int status = pts_perfcmd_check_selection(&pc);
+	if (status != 0) {
+		pts_perf_close(pc.perf);
+		return status;
+	}
 	pts_perf_time_conv(pc.perf, &pc.tc);
-	int status = PTS_EXIT_OK;
 	if (pts_out_init(&pc.out, stdout, 1 << 20) < 0) {
 		pts_cli_error(cmd, "out of memory");
 		pts_perf_close(pc.perf);

@@ -9,6 +9,7 @@
 #include "synth/topa_out.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -593,6 +594,15 @@ int pts_cmd_synth(int argc, char **argv)
 		}
 		if ((err = syn_walk_new(&c.o, &cfg, img, start, &walk)) < 0) {
 			pts_cli_error(cmd, "%s: %s", elf, pts_strerror(err));
+			goto done;
+		}
+		/* The walk starts at a function entry instead of an
+		 * address without code: not what was asked for. */
+		if (c.start && syn_walk_ip(walk) != start) {
+			pts_cli_usage_error(cmd,
+					    "--start %s: no instruction at "
+					    "0x%" PRIx64 " in %s",
+					    c.start, start, elf);
 			goto done;
 		}
 		d.start = syn_walk_ip(walk);

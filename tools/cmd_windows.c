@@ -128,8 +128,10 @@ static int set_cpuid15(struct pts_trace_config *tc, const char *arg)
 			return -1;
 		s = end + 1;
 	}
-	if (n < 2 || *end || v[0] > UINT32_MAX || v[1] > UINT32_MAX ||
-	    v[2] > UINT32_MAX)
+	/* EAX 0 would divide by zero; EBX 0 means "not enumerated" (SDM
+	 * Vol. 2A, CPUID leaf 15H): neither gives a ratio. */
+	if (n < 2 || *end || !v[0] || !v[1] || v[0] > UINT32_MAX ||
+	    v[1] > UINT32_MAX || v[2] > UINT32_MAX)
 		return -1;
 	tc->cpuid_15_eax = (uint32_t)v[0];
 	tc->cpuid_15_ebx = (uint32_t)v[1];
@@ -161,6 +163,18 @@ static int apply_option(struct windows *w, int c, const char *arg)
 	case 'c':
 		if (pts_cli_parse_u64(cmd, "--ctl", arg, UINT64_MAX, &v) < 0)
 			return PTS_EXIT_USAGE;
+		/* With TraceEn clear nothing is traced; without OS and
+		 * User, ContextEn is never 1: no trace either. */
+		if (!(v & PTS_CTL_TRACEEN) ||
+		    !(v & (PTS_CTL_OS | PTS_CTL_USER)))
+			return pts_cli_usage_error(
+				cmd,
+				"--ctl=%s: %s clear: nothing is traced with "
+				"that value",
+				arg,
+				v & PTS_CTL_TRACEEN ? "OS (bit 2) and User "
+						      "(bit 3) are"
+						    : "TraceEn (bit 0) is");
 		/* Keep ADDRn_CFG from --filter given before. */
 		tc->ctl = v;
 		tc->known |= PTS_CFG_CTL;
@@ -188,12 +202,17 @@ static int apply_option(struct windows *w, int c, const char *arg)
 		return 0;
 	case '5':
 		if (set_cpuid15(tc, arg) < 0)
-			return pts_cli_usage_error(cmd, "--cpuid15: expected "
-							"EAX:EBX[:ECX]");
+			return pts_cli_usage_error(
+				cmd, "--cpuid15: expected EAX:EBX[:ECX], "
+				     "EAX and EBX above 0 (EBX 0: no ratio "
+				     "enumerated; leave the option out)");
 		return 0;
 	case 'N':
 		if (pts_cli_parse_u64(cmd, "--nom-freq", arg, 255, &v) < 0)
 			return PTS_EXIT_USAGE;
+		if (!v) /* a ratio: CYC times would divide by it */
+			return pts_cli_usage_error(
+				cmd, "--nom-freq: expected 1 to 255, got 0");
 		tc->nom_freq = (uint8_t)v;
 		tc->known |= PTS_CFG_NOMFREQ;
 		return 0;

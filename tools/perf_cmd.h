@@ -65,6 +65,10 @@ void pts_perfcmd_mark(struct perf_cmd *pc, uint64_t time);
 int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
 			       const struct pts_perf_queue *q);
 
+/* Refuses, with a message, a capture without PT (but for info) and a
+ * --cpu or --tid that selects nothing. Returns 0 or the exit status. */
+int pts_perfcmd_check_selection(struct perf_cmd *pc);
+
 /* What an action found over the queues --cpu and --tid select. */
 struct perf_totals {
 	uint32_t queues;

@@ -95,5 +95,15 @@ if [ -w /dev/full ]; then
 		fi
 	done
 fi
+# --start where there is no code (the walk began at _start instead)
+expect_usage "--start 0x12345: no instruction at 0x12345" \
+	"$ptscope" synth --walk "$tmp/demo" --start 0x12345 -o "$tmp/w.pt"
+"$ptscope" synth --walk "$tmp/demo" --start enclave_call -q \
+	-o "$tmp/s.pt" --visible "$tmp/s.vis" &&
+	[ "$(sed -n 2p "$tmp/s.vis")" = 400120 ] ||
+	{ echo "--start enclave_call: $(sed -n 2p "$tmp/s.vis")" >&2
+		status=1; }
+expect_usage "--elf $tmp/value.cfg: not an ELF file" \
+	"$ptscope" flow --elf "$tmp/value.cfg" "$tmp/w.pt"
 [ $status = 1 ] || echo "messages: ok"
 exit $status

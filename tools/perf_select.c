@@ -1,0 +1,102 @@
+/* `ptscope perf`: a capture with no PT, or a --cpu or --tid that selects
+ * nothing, is said so instead of giving empty output and exit 0. */
+#include "perf_cmd.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static const char cmd[] = "perf";
+
+/* The thread a record's body names, or -1. Every record that names one
+ * counts (its sample_id trailer too), since a per-cpu queue's stretches
+ * of a thread come from any of them (switches, samples, ITRACE_START). */
+static int64_t record_tid(const struct pts_perf_record *r)
+{
+	switch (r->type) {
+	case PTS_PERF_RECORD_COMM:
+		return r->u.comm.tid;
+	case PTS_PERF_RECORD_MMAP:
+	case PTS_PERF_RECORD_MMAP2:
+		return r->u.mmap.tid;
+	case PTS_PERF_RECORD_FORK:
+	case PTS_PERF_RECORD_EXIT:
+		return r->u.task.tid;
+	case PTS_PERF_RECORD_SWITCH_CPU_WIDE:
+		return r->u.sw.next_prev_tid;
+	case PTS_PERF_RECORD_ITRACE_START:
+		return r->u.itrace_start.tid;
+	case PTS_PERF_RECORD_SAMPLE:
+		return r->u.sample.tid;
+	default:
+		return -1;
+	}
+}
+
+/* Whether thread @tid appears in a queue or a record of the capture. */
+static int tid_known(const struct perf_cmd *pc, int64_t tid)
+{
+	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++)
+		if (pts_perf_queue_get(pc->perf, i)->tid == tid)
+			return 1;
+	struct pts_perf_cursor cur;
+	struct pts_perf_record rec;
+	int rc;
+	pts_perf_cursor_init(pc->perf, &cur);
+	while ((rc = pts_perf_next_record(pc->perf, &cur, &rec, NULL)) != 0)
+		if (rc > 0 && (record_tid(&rec) == tid ||
+			       ((rec.sid.have & PTS_PERF_SAMPLE_TID) &&
+				rec.sid.tid == tid)))
+			return 1;
+	return 0;
+}
+
+/* The CPUs of the queues, for the message of a --cpu matching none. */
+static void list_cpus(const struct perf_cmd *pc, char *buf, size_t cap)
+{
+	size_t n = 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++) {
+		const int32_t cpu = pts_perf_queue_get(pc->perf, i)->cpu;
+		if (cpu < 0 || n >= cap)
+			continue;
+		int w = snprintf(buf + n, cap - n, "%s%" PRId32, n ? " " : "",
+				 cpu);
+		n += w > 0 ? (size_t)w : 0;
+	}
+}
+
+int pts_perfcmd_check_selection(struct perf_cmd *pc)
+{
+	const uint32_t nq = pts_perf_queue_count(pc->perf);
+	/* In a damaged file the PT may be behind the damage, which was
+	 * reported (exit 1). */
+	if (!nq && pc->action != ACTION_INFO &&
+	    !pts_perf_summary(pc->perf)->damaged) {
+		struct pts_perf_pt_info pt;
+		const int has_pt = pts_perf_pt_info(pc->perf, &pt) >= 0;
+		return pts_cli_usage_error(
+			cmd, "%s holds no Intel PT trace (%s)", pc->path,
+			has_pt ? "no AUXTRACE data"
+			       : "no AUXTRACE_INFO record: record with -e "
+				 "intel_pt//");
+	}
+	uint32_t selected = 0;
+	for (uint32_t i = 0; i < nq; i++)
+		selected += pts_perfcmd_queue_selected(
+			pc, pts_perf_queue_get(pc->perf, i));
+	if (pc->cpu >= 0 && !selected) {
+		char cpus[256];
+		list_cpus(pc, cpus, sizeof(cpus));
+		return pts_cli_usage_error(
+			cmd, "--cpu=%" PRId64 ": no queue of that CPU (%s%s)",
+			pc->cpu, cpus[0] ? "queues of CPUs " : "",
+			cpus[0] ? cpus : "the queues are per thread");
+	}
+	if (pc->tid >= 0 && (!selected || !tid_known(pc, pc->tid)))
+		return pts_cli_usage_error(
+			cmd,
+			"--tid=%" PRId64 ": no such thread in the capture "
+			"(`ptscope perf info` names threads)%s",
+			pc->tid, pc->cpu >= 0 ? " on that CPU" : "");
+	return 0;
+}
