@@ -54,16 +54,25 @@ static bool cut_by_buffer(const struct pts_flow_rec *r,
 	       src->cut_by;
 }
 
-/* Prints one batch; returns the number of error records in it. */
+/* Prints one batch, up to its first error unless resyncing, and counts
+ * what it printed into @seen (what --quiet reports: the decoder's own
+ * counters run ahead of a run that stops). Returns the number of error
+ * records. */
 static int print_batch(const struct pts_flow_printer *pr,
 		       const struct pts_flow_rec *recs, int n,
 		       const struct flow_opts *o,
-		       const struct pts_trace_input *src)
+		       const struct pts_trace_input *src,
+		       struct pts_flow_stats *seen)
 {
 	int errors = 0;
 	for (int i = 0; i < n; i++) {
 		const struct pts_flow_rec *r = &recs[i];
+		seen->insns += r->kind == PTS_FLOW_INSNS ? r->n : 0;
+		seen->events += r->kind == PTS_FLOW_EVENT;
+		seen->skipped += r->kind == PTS_FLOW_SKIP ? r->arg - r->offset
+							  : 0;
 		if (cut_by_buffer(r, src)) {
+			seen->truncated++;
 			if (!o->quiet)
 				pts_flow_print_truncated(pr, r, src->bytes,
 							 src->cut_by);
@@ -71,6 +80,7 @@ static int print_batch(const struct pts_flow_printer *pr,
 		}
 		if (r->kind == PTS_FLOW_ERROR) {
 			errors++;
+			seen->errors++;
 			if (!o->quiet)
 				pts_flow_print_error(pr, r);
 			if (!o->resync)
@@ -105,13 +115,14 @@ struct printer {
 	const struct flow_opts *o;
 	const struct pts_trace_input *src;
 	int errors;
+	struct pts_flow_stats seen; /* of the records printed */
 };
 
 /* pts_flow_run() callback: prints; stops at an error unless resyncing. */
 static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
 {
 	struct printer *p = ctx;
-	int e = print_batch(&p->pr, recs, n, p->o, p->src);
+	int e = print_batch(&p->pr, recs, n, p->o, p->src, &p->seen);
 	p->errors += e;
 	return e && !p->o->resync;
 }
@@ -139,15 +150,15 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 	if (o->quiet) {
 		struct pts_flow_stats st;
 		pts_flow_get_stats(flow, &st);
+		const struct pts_flow_stats *s = &pr.seen;
 		double dt = pts_cli_now() - t0;
 		double mb = (double)src->bytes / 1e6;
 		/* ToPA input: a cut last packet is no error (issue #7) */
-		const bool cut = src->cut_by && st.truncated;
+		const bool cut = s->truncated;
 		fprintf(stderr,
 			"instructions: %" PRIu64 "\nevents: %" PRIu64
 			"\nerrors: %" PRIu64 "\nskipped: %" PRIu64 " bytes\n",
-			st.insns, st.events,
-			st.errors - (cut ? st.truncated : 0), st.skipped);
+			s->insns, s->events, s->errors, s->skipped);
 		if (cut)
 			fprintf(stderr, "truncated: the last packet (%s)\n",
 				src->cut_by);
@@ -155,7 +166,7 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 			"bytes: %" PRIu64 "\nblocks built: %" PRIu64
 			"\nseconds: %.3f\ninstructions/s: %.0f\nMB/s: %.1f\n",
 			src->bytes, st.blocks_built, dt,
-			dt > 0 ? (double)st.insns / dt : 0.0,
+			dt > 0 ? (double)s->insns / dt : 0.0,
 			dt > 0 ? mb / dt : 0.0);
 	}
 	if (status == PTS_EXIT_OK && errors)

@@ -125,7 +125,7 @@ static const struct {
 	unsigned actions;
 	enum perf_format format;
 } scoped[] = {
-	{'R', "--sysroot", IMAGES_READERS, FORMAT_DEFAULT},
+	{'R', "--sysroot (--symfs)", IMAGES_READERS, FORMAT_DEFAULT},
 	{'M', "--remap", IMAGES_READERS, FORMAT_DEFAULT},
 	{'n', "--no-inst", FOR(ACTION_FLOW), FORMAT_PTXED},
 	{'V', "--verify", FOR(ACTION_WINDOWS), FORMAT_DEFAULT},
@@ -135,6 +135,9 @@ static const struct {
 	{'Q', "--order", FOR(ACTION_DUMP) | FOR(ACTION_FLOW), FORMAT_DEFAULT},
 	{'q', "--quiet", FOR(ACTION_DUMP) | FOR(ACTION_FLOW), FORMAT_DEFAULT},
 	{'v', "--verbose", FOR(ACTION_INFO), FORMAT_DEFAULT},
+	{'f', "--format",
+	 FOR(ACTION_DUMP) | FOR(ACTION_FLOW) | FOR(ACTION_WINDOWS),
+	 FORMAT_DEFAULT},
 };
 #undef IMAGES_READERS
 #undef FOR

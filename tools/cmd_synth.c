@@ -246,10 +246,11 @@ static const char *opt_name(int val)
 	return "?";
 }
 
-static int rate(const char *arg, uint32_t *v)
+/* A rate per million for option @opt. */
+static int rate(const char *opt, const char *arg, uint32_t *v)
 {
 	uint64_t x;
-	if (pts_cli_parse_u64(cmd, "rate", arg, 1000000, &x) < 0)
+	if (pts_cli_parse_u64(cmd, opt, arg, 1000000, &x) < 0)
 		return -1;
 	*v = (uint32_t)x;
 	return 0;
@@ -284,6 +285,10 @@ static int check_paths(const struct synth_cli *c)
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		if (!outs[i].path)
 			continue;
+		if (!strcmp(outs[i].path, "-")) /* not stdout: a file "-" */
+			return pts_cli_usage_error(
+				cmd, "%s -: synth writes files; give a path",
+				outs[i].opt);
 		if (same_file(outs[i].path, elf))
 			return pts_cli_usage_error(
 				cmd, "%s %s is the program being read",
@@ -305,6 +310,8 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 	while ((ret = pts_cli_getopt(argc, argv, ":o:qh", longopts)) != -1) {
 		int bad = 0;
 		const char *want = NULL; /* the values a bad one breaks */
+		char name[40]; /* the option, for messages */
+		snprintf(name, sizeof(name), "--%s", opt_name(ret));
 		switch (ret) {
 		case 'h':
 			help();
@@ -341,7 +348,9 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 						1ull << 30, &c->o.psb_period) < 0;
 			break;
 		case OPT_NO_RETC: c->o.retcomp = 0; break;
-		case OPT_RET_NOCOMP: bad = rate(optarg, &c->o.ret_nocomp_rate); break;
+		case OPT_RET_NOCOMP:
+			bad = rate(name, optarg, &c->o.ret_nocomp_rate);
+			break;
 		case OPT_LONG_TNT: c->o.long_tnt = 1; break;
 		case OPT_USER_ONLY: c->o.user_only = 1; break;
 		case OPT_FILTER:
@@ -395,7 +404,8 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		}
 		case OPT_NOM:
 		case OPT_CBR:
-			bad = pts_cli_parse_u64(cmd, "ratio", optarg, 255, &v) < 0 ||
+			bad = pts_cli_parse_u64(cmd, name, optarg, 255, &v) <
+				      0 ||
 			      !v;
 			want = "1 to 255";
 			if (ret == OPT_NOM)
@@ -403,9 +413,13 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			else
 				c->o.cbr = (uint8_t)v;
 			break;
-		case OPT_FREQ_RATE: bad = rate(optarg, &c->o.freq_rate); break;
-		case OPT_ASYNC: bad = rate(optarg, &c->o.async_rate); break;
-		case OPT_OVF: bad = rate(optarg, &c->o.ovf_rate); break;
+		case OPT_FREQ_RATE:
+			bad = rate(name, optarg, &c->o.freq_rate);
+			break;
+		case OPT_ASYNC:
+			bad = rate(name, optarg, &c->o.async_rate);
+			break;
+		case OPT_OVF: bad = rate(name, optarg, &c->o.ovf_rate); break;
 		case OPT_OVF_LEN:
 			bad = pts_cli_parse_u64(cmd, "--ovf-len", optarg, 1000000,
 						&v) < 0 || !v;
@@ -417,17 +431,20 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 				return pts_cli_usage_error(cmd, "at most 8 enclaves");
 			c->enclaves[c->n_enclaves++] = optarg;
 			break;
-		case OPT_AEX: bad = rate(optarg, &c->o.aex_rate); break;
+		case OPT_AEX: bad = rate(name, optarg, &c->o.aex_rate); break;
 		case OPT_TOPA: c->topa = optarg; break;
 		default:
 			return pts_cli_bad_option(cmd, ret, argv);
 		}
-		if (bad)
+		/* Without @want the parser has said what is wrong. */
+		if (bad && want)
 			return pts_cli_usage_error(
-				cmd, "--%s: bad value '%s'%s%s%s",
-				opt_name(ret), optarg ? optarg : "",
-				want ? " (" : "",
-				want ? want : "", want ? ")" : "");
+				cmd, "%s: bad value '%s' (%s)", name, optarg,
+				want);
+		if (bad) {
+			fprintf(stderr, "Try 'ptscope %s --help'.\n", cmd);
+			return PTS_EXIT_USAGE;
+		}
 	}
 	if (!c->output)
 		return pts_cli_usage_error(cmd, "-o TRACE is required");

@@ -35,6 +35,7 @@ struct windows {
 	struct pts_config config; /* --config, then the options on top */
 	struct pts_pkt_config pkt_config;
 	struct pts_out out;
+	const char *ctl_arg; /* the last --ctl value, as given */
 };
 
 static void help(void)
@@ -140,6 +141,9 @@ static int set_cpuid15(struct pts_trace_config *tc, const char *arg)
 	return 0;
 }
 
+/* IA32_RTIT_CTL's ADDR0..3_CFG fields. */
+#define ADDR_CFG_BITS (0xffffull << PTS_CTL_ADDR_CFG_SHIFT(0))
+
 /* The options that change the configuration, applied after --config. */
 static int apply_option(struct windows *w, int c, const char *arg)
 {
@@ -163,21 +167,13 @@ static int apply_option(struct windows *w, int c, const char *arg)
 	case 'c':
 		if (pts_cli_parse_u64(cmd, "--ctl", arg, UINT64_MAX, &v) < 0)
 			return PTS_EXIT_USAGE;
-		/* With TraceEn clear nothing is traced; without OS and
-		 * User, ContextEn is never 1: no trace either. */
-		if (!(v & PTS_CTL_TRACEEN) ||
-		    !(v & (PTS_CTL_OS | PTS_CTL_USER)))
-			return pts_cli_usage_error(
-				cmd,
-				"--ctl=%s: %s clear: nothing is traced with "
-				"that value",
-				arg,
-				v & PTS_CTL_TRACEEN ? "OS (bit 2) and User "
-						      "(bit 3) are"
-						    : "TraceEn (bit 0) is");
-		/* Keep ADDRn_CFG from --filter given before. */
+		/* Keep ADDRn_CFG from --filter given before, unless the
+		 * value has ADDRn_CFG fields of its own. */
+		if (!(v & ADDR_CFG_BITS) && (tc->known & PTS_CFG_ADDR))
+			v |= tc->ctl & ADDR_CFG_BITS;
 		tc->ctl = v;
 		tc->known |= PTS_CFG_CTL;
+		w->ctl_arg = arg;
 		return 0;
 	case 'r':
 		return set_ring(tc, arg);
@@ -383,6 +379,19 @@ static int apply_options(struct windows *w, int argc, char **argv)
 		if (err)
 			return err;
 	}
+	/* With TraceEn clear nothing is traced; without OS and User,
+	 * ContextEn is never 1: no trace either. Checked on the value
+	 * --ring and --filter leave. */
+	const uint64_t ctl = w->config.trace.ctl;
+	if (w->ctl_arg &&
+	    (!(ctl & PTS_CTL_TRACEEN) || !(ctl & (PTS_CTL_OS | PTS_CTL_USER))))
+		return pts_cli_usage_error(
+			cmd, "--ctl=%s: %s clear: nothing is traced with that "
+			     "value",
+			w->ctl_arg,
+			ctl & PTS_CTL_TRACEEN
+				? "OS (bit 2) and User (bit 3) are"
+				: "TraceEn (bit 0) is");
 	return 0;
 }
 

@@ -38,6 +38,20 @@ n_go=$(grep -c '^0' "$tmp/go" || true)
 head -n "$(wc -l <"$tmp/stop")" "$tmp/go" | cmp -s - "$tmp/stop" ||
 	fail "resync: differs from the stopping run before the first error"
 
+# --quiet counts what the same run prints, stopping or not (it counted
+# what the decoder had run ahead to).
+for mode in stop go; do
+	opt=
+	[ $mode = go ] && opt=--resync-on-error
+	"$ptscope" flow --elf "$demo" --no-inst $opt -q "$tmp/t.pt" \
+		2>"$tmp/q" || true
+	want=$(grep -vc '^\[' "$tmp/$mode")
+	grep -qx "instructions: $want" "$tmp/q" ||
+		fail "$mode: --quiet says $(head -1 "$tmp/q"), printed $want"
+	want=$(grep -c 'error' "$tmp/$mode")
+	grep -qx "errors: $want" "$tmp/q" || fail "$mode: --quiet errors"
+done
+
 # After each error, a skip line from the error's offset to a PSB.
 "$ptscope" dump "$tmp/t.pt" | awk '$2 == "psb" { print $1 }' >"$tmp/psbs"
 printf '%016x\n' "$(wc -c <"$tmp/t.pt")" >>"$tmp/psbs" # or to the end

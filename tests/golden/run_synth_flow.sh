@@ -95,6 +95,11 @@ if [ -w /dev/full ]; then
 		fi
 	done
 fi
+expect_usage "synth: --ovf-rate: 2000000 is too large" \
+	"$ptscope" synth --walk "$tmp/demo" --ovf-rate 2000000 -o "$tmp/w.pt"
+# '-' is not stdout for synth (it wrote a file named '-')
+expect_usage "synth: --visible -: synth writes files" \
+	"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" --visible -
 # --start where there is no code (the walk began at _start instead)
 expect_usage "--start 0x12345: no instruction at 0x12345" \
 	"$ptscope" synth --walk "$tmp/demo" --start 0x12345 -o "$tmp/w.pt"
