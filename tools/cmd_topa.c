@@ -139,9 +139,11 @@ static int add_placed(struct topa_cli *c, const char *directive,
 	char *eq = strchr(arg, '=');
 	if (eq)
 		*eq++ = '\0';
-	if (!eq && file_needed)
+	if ((!eq && file_needed) || (eq && !*eq))
 		return pts_cli_usage_error(
-			cmd, "--%s: expected PHYS=FILE, got '%s'", opt, arg);
+			cmd, "--%s: expected %s, got '%s'", opt,
+			file_needed ? "PHYS=FILE" : "PHYS[=FILE]",
+			given + strlen(opt) + 3);
 	if (strpbrk(arg, " \t#\n") || (eq && strpbrk(eq, " \t#\n")))
 		return pts_cli_usage_error(
 			cmd,
@@ -181,6 +183,7 @@ static int parse_input(struct topa_cli *c, int argc, char **argv)
 	};
 	int o, err;
 	char given[LINE_MAX_];
+	const char *word;
 	while ((o = pts_cli_getopt(argc, argv, "+:h", longopts)) != -1) {
 		switch (o) {
 		case 'd':
@@ -207,11 +210,11 @@ static int parse_input(struct topa_cli *c, int argc, char **argv)
 		case 's':
 		case 'w':
 		case 'x':
-			/* the option: its directive, '_' as '-' */
-			snprintf(given, sizeof(given), "--%s=%s", keys[o],
-				 optarg);
-			for (char *u = given; *u != '='; u++)
-				*u = *u == '_' ? '-' : *u;
+			/* the option as given (--output-ptrs has an
+			 * alias): "--name=value" or "--name" "value" */
+			word = argv[optind - 1 - (optarg == argv[optind - 1])];
+			snprintf(given, sizeof(given), "%.*s=%s",
+				 (int)strcspn(word, "="), word, optarg);
 			if (strpbrk(optarg, " \t#\n") || !*optarg)
 				return pts_cli_usage_error(cmd, "%s: bad value",
 							   given);
@@ -284,7 +287,7 @@ static int run_linear(struct topa_cli *c)
 	 * fails with EFAULT): refuse before opening. */
 	if (pts_topa_reads_file(c->t, c->out_path))
 		return pts_cli_usage_error(
-			cmd, "-o %s is an input of the description",
+			cmd, "-o %s is one of the input files",
 			c->out_path);
 	FILE *f = strcmp(c->out_path, "-") ? fopen(c->out_path, "wb") : stdout;
 	if (!f) {

@@ -152,7 +152,7 @@ for victim in "$t.r0.bin" "$t.t1.bin" "$t.desc" "$tmp/alias.bin"; do
 	"$ptscope" topa --desc "$t.desc" linear -o "$victim" 2> "$tmp/err" ||
 		status=$?
 	[ "$status" -eq 2 ] &&
-		grep -q "ptscope topa: -o $victim is an input of the desc" \
+		grep -q "ptscope topa: -o $victim is one of the input files" \
 			"$tmp/err" && cmp -s "$victim" "$tmp/before" ||
 		{ echo "FAIL linear onto $victim: exit $status"; fail=1; }
 done
