@@ -114,7 +114,6 @@ struct printer {
 	struct pts_flow_printer pr;
 	const struct flow_opts *o;
 	const struct pts_trace_input *src;
-	int errors;
 	struct pts_flow_stats seen; /* of the records printed */
 };
 
@@ -123,7 +122,6 @@ static int print_cb(void *ctx, const struct pts_flow_rec *recs, int n)
 {
 	struct printer *p = ctx;
 	int e = print_batch(&p->pr, recs, n, p->o, p->src, &p->seen);
-	p->errors += e;
 	return e && !p->o->resync;
 }
 
@@ -140,7 +138,6 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 					  .no_inst = (uint8_t)o->no_inst};
 	double t0 = pts_cli_now();
 	int status = pts_flow_run(cmd, flow, src, print_cb, &pr);
-	int errors = pr.errors;
 	if (status == 1)
 		status = PTS_EXIT_OK;
 	if (pts_out_fini(&pr.out) < 0 && status == PTS_EXIT_OK) {
@@ -169,7 +166,7 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 			dt > 0 ? (double)s->insns / dt : 0.0,
 			dt > 0 ? mb / dt : 0.0);
 	}
-	if (status == PTS_EXIT_OK && errors)
+	if (status == PTS_EXIT_OK && pr.seen.errors)
 		status = PTS_EXIT_ERRORS;
 	return status;
 }

@@ -244,10 +244,10 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 	for (int i = 0; i < n; i++) {
 		struct pts_flow_rec *r = &recs[i];
 		/* the inserted PIPs are ours: their events are not shown */
-		const int shown = r->kind == PTS_FLOW_SKIP
-					  ? real_skip(f, r)
-					  : real_offset(f, r->offset, &r->offset);
-		if (f->nfed && !shown)
+		if (f->nfed &&
+		    !(r->kind == PTS_FLOW_SKIP
+			      ? real_skip(f, r)
+			      : real_offset(f, r->offset, &r->offset)))
 			continue;
 		f->insns += r->kind == PTS_FLOW_INSNS ? r->n : 0;
 		f->errors += r->kind == PTS_FLOW_ERROR;
