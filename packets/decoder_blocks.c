@@ -62,10 +62,10 @@ struct block {
 	 * and step[j], run[j] plus the size of the packet after them, so
 	 * that the walk waits on one load a step (10% faster). */
 	uint8_t run[BLOCK], step[BLOCK];
-	/* Skimming with VBMI, by the kind each byte's packet would have
-	 * (enum skim_class): the packets a skim must take one by one (kept,
-	 * or not sized here), those handed on, those summed up, TIPs, TIPs
-	 * with an IP, long TNTs summed up. */
+	/* Skimming, by the kind each byte's packet would have (enum
+	 * skim_class): the packets a skim must take one by one (kept, or not
+	 * sized here), those handed on, those summed up, TIPs, TIPs with an
+	 * IP, long TNTs summed up. */
 	uint64_t slow, call, skip, tip, tip_ip, tnt64;
 };
 
@@ -308,12 +308,98 @@ static PTS_AVX2 inline __m256i table_sizes(__m256i v)
 				 _mm256_set1_epi8(8)));
 }
 
+/* Skimming on AVX2: enum skim_class of the kind of each of the 32 bytes
+ * @v (as tab->kind gives it, by compares: AVX2 has no byte permute over
+ * 64 entries), from @classes by kind. Bytes of other kinds get 0; the
+ * table does not size them, so they are slow anyway. */
+static PTS_AVX2 inline __m256i classes32(__m256i v, const uint8_t *classes)
+{
+	const __m256i zero = _mm256_setzero_si256();
+	const __m256i low5 = _mm256_and_si256(v, _mm256_set1_epi8(0x1f));
+	/* IPBytes (bits 7:5) the table decodes: 0, 1, 2, 4, 6 */
+	const __m256i ipc_ok = _mm256_shuffle_epi8(
+		_mm256_setr_epi8(-1, -1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0,
+				 0, 0, -1, -1, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0,
+				 0, 0, 0, 0),
+		_mm256_and_si256(_mm256_srli_epi16(v, 5), _mm256_set1_epi8(7)));
+	const __m256i pad = _mm256_cmpeq_epi8(v, zero);
+	const __m256i ext = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_EXT));
+	const __m256i odd = _mm256_and_si256(v, _mm256_set1_epi8(1));
+	const __m256i tnt8 = _mm256_andnot_si256(
+		_mm256_or_si256(pad, ext), _mm256_cmpeq_epi8(odd, zero));
+	const __m256i three = _mm256_set1_epi8(3);
+	const __m256i cyc =
+		_mm256_cmpeq_epi8(_mm256_and_si256(v, three), three);
+	/* kind masks and their classes, in pairs */
+	const __m256i mask[10] = {
+		pad,
+		tnt8,
+		cyc,
+		ext, /* every 02 is a TNT64 to the table */
+		_mm256_and_si256(ipc_ok, _mm256_cmpeq_epi8(
+						 low5, _mm256_set1_epi8(0x0d))),
+		_mm256_and_si256(ipc_ok, _mm256_cmpeq_epi8(
+						 low5, _mm256_set1_epi8(0x11))),
+		_mm256_and_si256(ipc_ok, _mm256_cmpeq_epi8(
+						 low5, _mm256_set1_epi8(0x01))),
+		_mm256_and_si256(ipc_ok, _mm256_cmpeq_epi8(
+						 low5, _mm256_set1_epi8(0x1d))),
+		_mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_MTC)),
+		_mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_TSC))};
+	static const uint8_t kinds[10] = {
+		PTS_PKT_PAD,	 PTS_PKT_TNT8,	  PTS_PKT_CYC, PTS_PKT_TNT64,
+		PTS_PKT_TIP,	 PTS_PKT_TIP_PGE, PTS_PKT_TIP_PGD,
+		PTS_PKT_FUP,	 PTS_PKT_MTC,	  PTS_PKT_TSC};
+	__m256i cls = zero;
+
+	for (int i = 0; i < 10; i++) {
+		const __m256i c = _mm256_set1_epi8((char)classes[kinds[i]]);
+
+		cls = _mm256_or_si256(cls, _mm256_and_si256(mask[i], c));
+	}
+	return cls;
+}
+
+/* Bit @bit of each byte of @lo, @hi (0..7) as a 64-bit mask. */
+static PTS_AVX2 inline uint64_t bit64(__m256i lo, __m256i hi, int bit)
+{
+	const __m128i by = _mm_cvtsi32_si128(7 - bit);
+
+	return mask64(_mm256_sll_epi16(lo, by), _mm256_sll_epi16(hi, by));
+}
+
+/* Skimming: the class masks of the block of bytes @lo, @hi (as
+ * classify_vbmi() makes them), whose packets would have sizes 0 at
+ * @unsized and which has long TNTs at @tnt64. */
+static PTS_AVX2 inline void classify_avx2(struct block *k, __m256i lo,
+					  __m256i hi, uint64_t unsized,
+					  uint64_t tnt64,
+					  const uint8_t *classes)
+{
+	const __m256i clo = classes32(lo, classes);
+	const __m256i chi = classes32(hi, classes);
+	const __m256i ipc = _mm256_set1_epi8((char)0xe0);
+	const __m256i zero = _mm256_setzero_si256();
+	const uint64_t t64 = bit64(clo, chi, 3) & tnt64; /* SC_TNT64 */
+
+	k->call = bit64(clo, chi, 1);		/* SC_CALLED */
+	k->skip = bit64(clo, chi, 0) | t64;	/* SC_SUMMED */
+	k->tip = bit64(clo, chi, 2);		/* SC_TIP */
+	/* IPBytes (bits 7:5) 0: the IP is suppressed */
+	k->tip_ip = k->tip &
+		    ~mask64(_mm256_cmpeq_epi8(_mm256_and_si256(lo, ipc), zero),
+			    _mm256_cmpeq_epi8(_mm256_and_si256(hi, ipc), zero));
+	k->tnt64 = t64;
+	k->slow = ~(k->call | k->skip) | unsized;
+}
+
 /* The block at @p (80 bytes) by AVX2: masks by compares, sizes by
  * table_sizes() (a table load per byte was 600-640 MB/s, this 770), then
- * the few CYCs with Exp set and long TNTs one by one, from the masks. */
+ * the few CYCs with Exp set and long TNTs one by one, from the masks;
+ * skimming (@classes), the class masks. */
 static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 				  const struct pts_fast_tab *tab,
-				  unsigned runs_of)
+				  unsigned runs_of, const uint8_t *classes)
 {
 	const __m256i lo = load32(p), hi = load32(p + 32);
 	const __m256i seven = _mm256_set1_epi8(7);
@@ -327,13 +413,19 @@ static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 	const uint64_t cycx = equal64(lo3, hi3, 7) &
 			      ~(tab->skd007 ? ext >> 1 | 1ull << 63 : 0);
 
+	const __m256i size_lo = table_sizes(lo), size_hi = table_sizes(hi);
+	const __m256i zero = _mm256_setzero_si256();
+	/* the bytes sized 0 so far: the loops below size some */
+	uint64_t unsized = mask64(_mm256_cmpeq_epi8(size_lo, zero),
+				  _mm256_cmpeq_epi8(size_hi, zero)) &
+			   ~tnt64;
+
 	k->pad = equal64(lo, hi, 0);
 	k->tnt = ~odd & ~k->pad & ~ext;
 	k->cyc = equal64(lo3, hi3, 3);
 	k->one = one_bytes(k, runs_of);
-	_mm256_storeu_si256((__m256i *)(void *)k->size, table_sizes(lo));
-	_mm256_storeu_si256((__m256i *)(void *)(k->size + 32),
-			    table_sizes(hi));
+	_mm256_storeu_si256((__m256i *)(void *)k->size, size_lo);
+	_mm256_storeu_si256((__m256i *)(void *)(k->size + 32), size_hi);
 	k->size[BLOCK] = 0;
 	for (uint64_t m = cycx; m; m &= m - 1) {
 		const unsigned j = (unsigned)_tzcnt_u64(m);
@@ -342,9 +434,12 @@ static PTS_AVX2 void prepare_avx2(struct block *k, const uint8_t *p,
 		const unsigned t = (unsigned)_tzcnt_u64(~win);
 
 		k->size[j] = (uint8_t)(t < 8 ? t + 2 : 0);
+		unsized &= ~((uint64_t)(t < 8) << j);
 	}
 	for (uint64_t m = tnt64; m; m &= m - 1)
 		k->size[_tzcnt_u64(m)] = 8;
+	if (classes)
+		classify_avx2(k, lo, hi, unsized, tnt64, classes);
 }
 
 /* The block at @p, by VBMI or AVX2 code, with runs of the one-byte kinds
@@ -357,7 +452,7 @@ static PTS_AVX2 inline void prepare(struct block *k, const uint8_t *p,
 	if (vbmi)
 		prepare_vbmi(k, p, tab, runs_of, classes);
 	else
-		prepare_avx2(k, p, tab, runs_of);
+		prepare_avx2(k, p, tab, runs_of, classes);
 }
 
 /* A long TNT at @q (next 8 bytes @raw) without its stop bit: an error for
@@ -412,16 +507,59 @@ static inline void walked(struct pts_input *in, uint64_t *offp, ptrdiff_t n,
 	*blk = bk;
 }
 
-/* The results of the TNT-8s at the bytes of @b that @mask marks, one by
- * one (a TNT-8 byte's stop bit is at bit n + 1 for n results). */
+/* 0xff in each byte j of the result whose bit j of @m is set. */
+static PTS_AVX2 inline __m256i bytes_of_bits(uint32_t m)
+{
+	const __m256i bit =
+		_mm256_set1_epi64x((long long)0x8040201008040201ull);
+	/* byte j gets byte j / 8 of @m (each 128-bit lane holds all four) */
+	const __m256i spread = _mm256_shuffle_epi8(
+		_mm256_set1_epi32((int)m),
+		_mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+				 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3,
+				 3));
+
+	return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+}
+
+/* n for the 32 TNT-8 bytes @v (a TNT-8 byte's stop bit is at bit n + 1):
+ * the top bit's place by nibble tables, the high nibble's when it has
+ * one (they are larger than any of the low nibble's). */
+static PTS_AVX2 inline __m256i tnt_results32(__m256i v)
+{
+	const __m256i low = _mm256_set1_epi8(0x0f);
+	const __m256i by_high = _mm256_setr_epi8(
+		0, 3, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, /* lane 2: */
+		0, 3, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6);
+	const __m256i by_low = _mm256_setr_epi8(
+		0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, /* lane 2: */
+		0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2);
+
+	const __m256i high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+
+	return _mm256_max_epu8(_mm256_shuffle_epi8(by_high, high),
+			       _mm256_shuffle_epi8(by_low,
+						   _mm256_and_si256(v, low)));
+}
+
+/* The results of the TNT-8s at the bytes of @b that @mask marks: by
+ * nibble tables, summed by absolute differences (one by one, they were a
+ * sixth of the AVX2 skim). */
 static PTS_AVX2 inline uint64_t tnt_results_avx2(const uint8_t *b,
 						 uint64_t mask)
 {
-	uint64_t bits = 0;
+	const uint32_t mask_hi = (uint32_t)(mask >> 32);
+	const __m256i lo = _mm256_and_si256(tnt_results32(load32(b)),
+					    bytes_of_bits((uint32_t)mask));
+	const __m256i hi = _mm256_and_si256(tnt_results32(load32(b + 32)),
+					    bytes_of_bits(mask_hi));
+	const __m256i sum = _mm256_sad_epu8(_mm256_add_epi8(lo, hi),
+					    _mm256_setzero_si256());
+	const __m128i half = _mm_add_epi64(_mm256_castsi256_si128(sum),
+					   _mm256_extracti128_si256(sum, 1));
 
-	for (; mask; mask &= mask - 1)
-		bits += 30 - _lzcnt_u32(b[_tzcnt_u64(mask)]);
-	return bits;
+	return (uint64_t)_mm_cvtsi128_si64(half) +
+	       (uint64_t)_mm_extract_epi64(half, 1);
 }
 
 /* n for every TNT-8 byte x >= 4 by x >> 2 (the stop bit is at bit n + 1,
@@ -630,13 +768,13 @@ static PTS_AVX2 inline int decode_timing(const struct pts_fast_tab *tab,
  * bytes @starts (packets the walk stepped on) and @ones (one-byte packets
  * in the runs it crossed) go to the caller's hook, in stream order: CYCs
  * and MTCs as values when it takes them so, the rest as packets.
- * @lip: the last IP there (not changed by the kinds handed on). @starts
- * only with VBMI: their sizes come from k->step. */
+ * @lip: the last IP there (not changed by the kinds handed on). The
+ * sizes of @starts come from k->step with VBMI, else from k->size. */
 static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
 				    struct walk_out *w, const struct block *k,
 				    const uint8_t *b, const uint8_t *dend,
 				    uint64_t off, uint64_t starts, uint64_t ones,
-				    uint64_t lip)
+				    uint64_t lip, const int vbmi)
 {
 	for (uint64_t m = starts | ones; m; m &= m - 1) {
 		const unsigned j = (unsigned)_tzcnt_u64(m);
@@ -645,7 +783,8 @@ static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
 		/* out of a run, a packet's step is its size (by a mask: a
 		 * branch on it mispredicts as often) */
 		const unsigned one = (unsigned)(ones >> j & 1);
-		const unsigned n = one | (k->step[j] & (one - 1));
+		const unsigned n =
+			one | ((vbmi ? k->step[j] : k->size[j]) & (one - 1));
 		const uint64_t cyc = cyc_mask(q[0]);
 		const uint64_t mtc = q[0] == PTS_OPC_MTC;
 
@@ -671,7 +810,7 @@ static PTS_AVX2 inline void hand_on(const struct pts_fast_tab *tab,
 	}
 }
 
-/* Skimming with VBMI: the packets of block @k (at @b, stream offset @off)
+/* Skimming: the packets of block @k (at @b, stream offset @off)
  * from *@i on, walked as counting walks them (a step waits on one load;
  * the runs crossed go to *@runs, the last IP to *@lip), as long as each is
  * summed up or handed on. Their sums come from the block's class masks,
@@ -683,7 +822,7 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int
 count_skimmed(const struct pts_fast_tab *tab, struct walk_out *w,
 	      const struct block *k, const uint8_t *b, const uint8_t *dend,
 	      unsigned *ip, uint64_t *lipp, uint64_t *runsp, uint64_t off,
-	      uint64_t called_ones)
+	      uint64_t called_ones, const int vbmi)
 {
 	uint64_t starts = 0, lip = *lipp, runs = *runsp, tip_lip = 0;
 	unsigned i = *ip;
@@ -692,7 +831,7 @@ count_skimmed(const struct pts_fast_tab *tab, struct walk_out *w,
 	for (;;) {
 		unsigned r, n;
 
-		run_at(k, i, &r, &n, 1);
+		run_at(k, i, &r, &n, vbmi);
 		runs |= _bzhi_u64(~0ull, r) << i;
 		i += r;
 		if (i >= BLOCK) {
@@ -730,7 +869,7 @@ count_skimmed(const struct pts_fast_tab *tab, struct walk_out *w,
 					       0xffffffffffffull);
 	}
 	hand_on(tab, w, k, b, dend, off, starts & k->call,
-		runs & ~*runsp & called_ones, lip);
+		runs & ~*runsp & called_ones, lip, vbmi);
 	*ip = i;
 	*lipp = lip;
 	*runsp = runs;
@@ -774,7 +913,7 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 	int got = 0, stop = 0, cur = 0;
 	struct block ks[2]; /* the block and the next one */
 
-	const uint8_t *const classes = skimming && vbmi ? w->classes : NULL;
+	const uint8_t *const classes = skimming ? w->classes : NULL;
 
 	if (!walkable(b, dend, max))
 		return 0;
@@ -794,12 +933,12 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			struct pts_packet *keep_at = NULL, *call_at = NULL;
 			uint64_t hdr, w1;
 
-			/* with VBMI, back to the counted walk after each
+			/* skimming, back to the counted walk after each
 			 * packet taken by itself (a MODE, PSB+: rare, but
 			 * the rest of their block used to go one by one) */
 			if (classes && count_skimmed(tab, w, k, b, dend, &i,
 						     &lip, &runs, boff,
-						     called_ones))
+						     called_ones, vbmi))
 				break;
 			run_at(k, i, &r, &n, vbmi); /* the run may end the block */
 			q = b + i + r;
@@ -809,7 +948,7 @@ static PTS_AVX2 PTS_ALWAYS_INLINE int walk(const struct pts_fast_tab *tab,
 			runs |= crossed;
 			if (skimming && (crossed & called_ones))
 				hand_on(tab, w, k, b, dend, boff, 0,
-					crossed & called_ones, lip);
+					crossed & called_ones, lip, vbmi);
 			if (!skimming &&
 			    __builtin_expect(n != 0 && !tnt64_bad(q, raw), 1)) {
 				/* counting: the kind is all it needs (and the
@@ -955,6 +1094,36 @@ static PTS_VBMI void skim_classes(uint8_t *classes, const uint8_t *actions,
 	_mm512_storeu_si512((void *)classes, cls);
 }
 
+_Static_assert(PTS_PKT_KIND_COUNT >= 16 && PTS_PKT_KIND_COUNT <= 32,
+	       "kinds in two overlapping 16-byte loads");
+
+/* skim_classes() by SSE: the kinds in two overlapping halves (@actions
+ * has PTS_PKT_KIND_COUNT entries, not 32). */
+static PTS_AVX2 void skim_classes_sse(uint8_t *classes, const uint8_t *actions,
+				      const struct pts_fast_tab *tab)
+{
+	for (int at = 0; at <= PTS_PKT_KIND_COUNT - 16;
+	     at += PTS_PKT_KIND_COUNT - 16) {
+		const __m128i a = _mm_loadu_si128(
+			(const __m128i *)(const void *)(actions + at));
+		const __m128i called =
+			_mm_cmpeq_epi8(a, _mm_set1_epi8(PTS_SKIM_CALL));
+		const __m128i skipped =
+			_mm_cmpeq_epi8(a, _mm_set1_epi8(PTS_SKIM_SKIP));
+		const __m128i cls = _mm_or_si128(
+			_mm_and_si128(called,
+				      _mm_loadu_si128((const __m128i *)(
+					      const void *)(tab->class_called +
+							    at))),
+			_mm_and_si128(skipped,
+				      _mm_loadu_si128((const __m128i *)(
+					      const void *)(tab->class_skipped +
+							    at))));
+
+		_mm_storeu_si128((__m128i *)(void *)(classes + at), cls);
+	}
+}
+
 int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 			 uint64_t *off, uint64_t *lip, uint8_t *blk,
 			 struct pts_packet *out, int max,
@@ -963,8 +1132,6 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 	struct pts_packet calls[BLOCK];
 	uint64_t values[BLOCK];
 	uint8_t classes[64];
-	/* Only the VBMI walk reads them (count_skimmed()). */
-	const int vbmi = tab->blocks == PTS_BLOCKS_VBMI;
 	struct walk_out w = {
 		.out = out,
 		.actions = skim->actions,
@@ -972,11 +1139,13 @@ int pts_fast_skim_blocks(const struct pts_fast_tab *tab, struct pts_input *in,
 		.stopped = stop,
 		.call = skim->call,
 		.calls = skim->call ? calls : NULL,
-		.classes = vbmi ? classes : NULL,
+		.classes = classes,
 		.values = skim->call && skim->call->timing ? values : NULL};
 
-	if (vbmi)
+	if (tab->blocks == PTS_BLOCKS_VBMI)
 		skim_classes(classes, skim->actions, tab);
+	else if (tab->blocks == PTS_BLOCKS_AVX2)
+		skim_classes_sse(classes, skim->actions, tab);
 	const int got = walk_blocks(tab, in, off, lip, blk, &w, max);
 
 	*skim->sum = w.sum;
@@ -1025,7 +1194,7 @@ int pts_fast_blocks_cap = PTS_BLOCKS_NONE;
 
 void pts_fast_skim_class_tables(struct pts_fast_tab *tab)
 {
-	(void)tab; /* only the VBMI walk reads them */
+	(void)tab; /* only the block walks read them */
 }
 
 int pts_fast_blocks_supported(void)
