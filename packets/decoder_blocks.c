@@ -311,7 +311,8 @@ static PTS_AVX2 inline __m256i table_sizes(__m256i v)
 /* Skimming on AVX2: enum skim_class of the kind of each of the 32 bytes
  * @v (as tab->kind gives it, by compares: AVX2 has no byte permute over
  * 64 entries), from @classes by kind. Bytes of other kinds get 0; the
- * table does not size them, so they are slow anyway. */
+ * table does not size them, so they are slow anyway. So do TNT-8s (class
+ * 0 always: when skipped, runs cross them). */
 static PTS_AVX2 inline __m256i classes32(__m256i v, const uint8_t *classes)
 {
 	const __m256i zero = _mm256_setzero_si256();
@@ -324,16 +325,12 @@ static PTS_AVX2 inline __m256i classes32(__m256i v, const uint8_t *classes)
 		_mm256_and_si256(_mm256_srli_epi16(v, 5), _mm256_set1_epi8(7)));
 	const __m256i pad = _mm256_cmpeq_epi8(v, zero);
 	const __m256i ext = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_EXT));
-	const __m256i odd = _mm256_and_si256(v, _mm256_set1_epi8(1));
-	const __m256i tnt8 = _mm256_andnot_si256(
-		_mm256_or_si256(pad, ext), _mm256_cmpeq_epi8(odd, zero));
 	const __m256i three = _mm256_set1_epi8(3);
 	const __m256i cyc =
 		_mm256_cmpeq_epi8(_mm256_and_si256(v, three), three);
 	/* kind masks and their classes, in pairs */
-	const __m256i mask[10] = {
+	const __m256i mask[9] = {
 		pad,
-		tnt8,
 		cyc,
 		ext, /* every 02 is a TNT64 to the table */
 		_mm256_and_si256(ipc_ok, _mm256_cmpeq_epi8(
@@ -346,13 +343,13 @@ static PTS_AVX2 inline __m256i classes32(__m256i v, const uint8_t *classes)
 						 low5, _mm256_set1_epi8(0x1d))),
 		_mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_MTC)),
 		_mm256_cmpeq_epi8(v, _mm256_set1_epi8(PTS_OPC_TSC))};
-	static const uint8_t kinds[10] = {
-		PTS_PKT_PAD,	 PTS_PKT_TNT8,	  PTS_PKT_CYC, PTS_PKT_TNT64,
+	static const uint8_t kinds[9] = {
+		PTS_PKT_PAD,	 PTS_PKT_CYC,	  PTS_PKT_TNT64,
 		PTS_PKT_TIP,	 PTS_PKT_TIP_PGE, PTS_PKT_TIP_PGD,
 		PTS_PKT_FUP,	 PTS_PKT_MTC,	  PTS_PKT_TSC};
 	__m256i cls = zero;
 
-	for (int i = 0; i < 10; i++) {
+	for (int i = 0; i < 9; i++) {
 		const __m256i c = _mm256_set1_epi8((char)classes[kinds[i]]);
 
 		cls = _mm256_or_si256(cls, _mm256_and_si256(mask[i], c));
