@@ -381,14 +381,21 @@ static int apply_options(struct windows *w, int argc, char **argv)
 	}
 	/* With TraceEn clear nothing is traced; without OS and User,
 	 * ContextEn is never 1: no trace either. Checked on the value
-	 * --ring and --filter leave. */
+	 * --ring and --filter leave, whether --ctl or --config gave it. */
 	const uint64_t ctl = w->config.trace.ctl;
-	if (w->ctl_arg &&
+	char from[64];
+	if (w->ctl_arg)
+		snprintf(from, sizeof(from), "--ctl=%.50s", w->ctl_arg);
+	else
+		snprintf(from, sizeof(from), "ctl 0x%" PRIx64, ctl);
+	if ((w->ctl_arg || (w->config_path &&
+			    (w->config.trace.known & PTS_CFG_CTL))) &&
 	    (!(ctl & PTS_CTL_TRACEEN) || !(ctl & (PTS_CTL_OS | PTS_CTL_USER))))
 		return pts_cli_usage_error(
-			cmd, "--ctl=%s: %s clear: nothing is traced with that "
+			cmd, "%s%s%s: %s clear: nothing is traced with that "
 			     "value",
-			w->ctl_arg,
+			w->ctl_arg ? "" : w->config_path,
+			w->ctl_arg ? "" : ": ", from,
 			ctl & PTS_CTL_TRACEEN
 				? "OS (bit 2) and User (bit 3) are"
 				: "TraceEn (bit 0) is");
