@@ -761,12 +761,13 @@ static int do_info(struct perf_cmd *pc)
 }
 
 static int dump_queue(struct perf_cmd *pc, uint32_t qi, void *ctx,
-		      uint64_t *packets, uint64_t *errors)
+		      struct perf_totals *t)
 {
 	struct queue_walk w;
 	int rc = walk_queue(pc, qi, !pc->quiet, &w);
-	*packets += w.drain.packets;
-	*errors += w.drain.errors;
+	t->items += w.drain.packets;
+	t->errors += w.drain.errors;
+	t->skipped += w.drain.skipped;
 	return rc;
 }
 
@@ -777,8 +778,9 @@ static int do_dump(struct perf_cmd *pc)
 	if (pc->quiet)
 		fprintf(stderr,
 			"ptscope perf: %" PRIu32 " queue(s), %" PRIu64
-			" bytes, %" PRIu64 " packets, %" PRIu64 " errors\n",
-			t.queues, t.bytes, t.items, t.errors);
+			" bytes, %" PRIu64 " packets, %" PRIu64
+			" errors, %" PRIu64 " bytes skipped\n",
+			t.queues, t.bytes, t.items, t.errors, t.skipped);
 	return t.failed || t.errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }
 

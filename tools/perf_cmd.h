@@ -73,15 +73,16 @@ int pts_perfcmd_check_selection(struct perf_cmd *pc);
 struct perf_totals {
 	uint32_t queues;
 	uint64_t bytes;
-	uint64_t items;  /* packets or instructions */
-	uint64_t errors; /* decode errors */
-	int failed;      /* a queue could not be decoded to its end */
+	uint64_t items;   /* packets or instructions */
+	uint64_t errors;  /* decode errors */
+	uint64_t skipped; /* bytes skipped to reach a PSB */
+	int failed;       /* a queue could not be decoded to its end */
 };
 
-/* Decodes queue @qi for an action and adds what it found to @items and
- * @errors. Returns 0 or a negative error code. */
+/* Decodes queue @qi for an action and adds what it found to @t's items,
+ * errors and skipped. Returns 0 or a negative error code. */
 typedef int perf_queue_fn(struct perf_cmd *pc, uint32_t qi, void *ctx,
-			  uint64_t *items, uint64_t *errors);
+			  struct perf_totals *t);
 
 /* Runs @run on every selected queue and adds up into @t (zeroed first); a
  * queue @run fails reports as "ptscope @action: queue N: <error>". */

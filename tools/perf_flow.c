@@ -51,7 +51,7 @@ struct queue_flow {
 	struct need_slot *needs;
 	int32_t pid, tid;
 	struct pts_perf_str comm;
-	uint64_t insns, errors, events;
+	uint64_t insns, errors, events, skipped;
 	struct perf_maps *maps;
 	/* Per-cpu queues: the PIPs that tell the walker which process runs
 	 * (perf_procs.h). The walker counts them in its stream offsets:
@@ -252,6 +252,7 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 		f->insns += r->kind == PTS_FLOW_INSNS ? r->n : 0;
 		f->errors += r->kind == PTS_FLOW_ERROR;
 		f->events += r->kind == PTS_FLOW_EVENT;
+		f->skipped += r->kind == PTS_FLOW_SKIP ? r->arg - r->offset : 0;
 		/* --quiet still computes the times: what perf always does */
 		locate(f, r);
 		if (pc->quiet || (pc->tid >= 0 && f->tid != pc->tid))
@@ -508,12 +509,13 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct flow_ctx *x,
 }
 
 static int flow_queue(struct perf_cmd *pc, uint32_t qi, void *ctx,
-		      uint64_t *insns, uint64_t *errors)
+		      struct perf_totals *t)
 {
 	struct queue_flow f;
 	int rc = run_queue(pc, qi, ctx, &f);
-	*insns += f.insns;
-	*errors += f.errors;
+	t->items += f.insns;
+	t->errors += f.errors;
+	t->skipped += f.skipped;
 	return rc;
 }
 
@@ -537,8 +539,9 @@ int pts_perfcmd_flow(struct perf_cmd *pc)
 		fprintf(stderr,
 			"ptscope perf flow: %" PRIu32 " queue(s), %" PRIu64
 			" bytes, %" PRIu64 " instructions, %" PRIu64
-			" errors, %.3f s (%.1f M insn/s)\n",
-			t.queues, t.bytes, t.items, t.errors, dt,
+			" errors, %" PRIu64 " bytes skipped, %.3f s (%.1f M "
+			"insn/s)\n",
+			t.queues, t.bytes, t.items, t.errors, t.skipped, dt,
 			dt > 0 ? (double)t.items / dt / 1e6 : 0.0);
 	else if (t.errors && pc->format == FORMAT_PERF)
 		fprintf(stderr, "Warning:\n%" PRIu64

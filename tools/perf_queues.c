@@ -115,7 +115,7 @@ void pts_perfcmd_each_queue(struct perf_cmd *pc, const char *action,
 							 plain ? label : NULL)
 				   : 0;
 		if (rc == 0)
-			rc = run(pc, i, ctx, &t->items, &t->errors);
+			rc = run(pc, i, ctx, t);
 		if (pc->order && pts_perforder_end(pc->order, pc) < 0 && rc == 0)
 			rc = -PTS_ERR_IO;
 		if (rc < 0) {
