@@ -75,6 +75,7 @@ int pts_config_add_enclave(struct pts_config *cfg,
 /* The cursor over one line. */
 struct cfg_line {
 	const char *p, *end;
+	int no; /* from 1 */
 };
 
 static int is_space(char c)
@@ -175,6 +176,7 @@ static int parse_image(struct pts_config *cfg, struct cfg_line *l,
 	img.path = rest_path(l, base_dir);
 	if (!img.path)
 		return -PTS_ERR_BAD_FORMAT;
+	img.line = l->no;
 	int err = pts_config_add_image(cfg, &img);
 	free(img.path);
 	return err;
@@ -312,8 +314,7 @@ int pts_config_parse(struct pts_config *cfg, const char *text, size_t len,
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
 		const char *hash = memchr(p, '#', (size_t)(le - p));
-		struct cfg_line l = {p, hash ? hash : le};
-		line_no++;
+		struct cfg_line l = {p, hash ? hash : le, ++line_no};
 		/* A NUL would end a token or a path early: what follows it
 		 * would be dropped without a word (found by fuzz_config). */
 		int err = memchr(p, '\0', (size_t)(le - p))

@@ -505,7 +505,8 @@ static int write_config(struct synth_cli *c, struct pts_config *cfg)
 		if (k && fclose(k))
 			ok = 0;
 		struct pts_image_spec img = {PTS_IMAGE_RAW, kpath, 0, 0,
-					     sizeof(syn_kstub), SYN_KSTUB_BASE};
+					     sizeof(syn_kstub), SYN_KSTUB_BASE,
+					     0};
 		int err = ok ? pts_config_add_image(cfg, &img) : -1;
 		free(kpath);
 		if (err < 0) {
@@ -663,7 +664,7 @@ int pts_cmd_synth(int argc, char **argv)
 		/* The ELF as given on the command line ("FILE[:BASE]"). */
 		char *path = strdup(c.walk);
 		char *colon = path ? strrchr(path, ':') : NULL;
-		struct pts_image_spec is = {PTS_IMAGE_ELF, path, 0, 0, 0, 0};
+		struct pts_image_spec is = {PTS_IMAGE_ELF, path, 0, 0, 0, 0, 0};
 		if (colon) {
 			*colon = '\0';
 			is.base = strtoull(colon + 1, NULL, 0);

@@ -280,18 +280,9 @@ static int add_image(struct windows *w, int c, const char *arg)
 static int add_config_image(struct windows *w, const struct pts_image_spec *s)
 {
 	struct pts_image *img = images(w);
-	int err;
 
-	if (!img)
+	if (!img || pts_cli_config_image(cmd, w->config_path, img, s) < 0)
 		return PTS_EXIT_USAGE;
-	err = s->kind == PTS_IMAGE_ELF
-		      ? pts_image_add_elf(img, 0, s->path, s->base)
-		      : pts_image_add_raw(img, 0, s->path, s->from, s->to,
-					  s->addr);
-	if (err < 0)
-		return pts_cli_usage_error(cmd, "%s: image %s: %s",
-					   w->config_path, s->path,
-					   pts_cli_errstr(err));
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include <ptscope/model.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,29 @@ void pts_trace_input_close(struct pts_trace_input *in)
 	in->own_topa = 0;
 }
 
+int pts_cli_config_image(const char *cmd, const char *cfg_path,
+			 struct pts_image *img, const struct pts_image_spec *s)
+{
+	const int raw = s->kind != PTS_IMAGE_ELF;
+	const int err =
+		raw ? pts_image_add_raw(img, 0, s->path, s->from, s->to,
+					s->addr)
+		    : pts_image_add_elf(img, 0, s->path, s->base);
+	if (err >= 0)
+		return 0;
+	if (raw && err == -PTS_ERR_INVALID)
+		pts_cli_error(cmd,
+			      "%s:%d: image %s: bytes 0x%" PRIx64 "-0x%" PRIx64
+			      " at 0x%" PRIx64 ": FROM below TO, bytes inside "
+			      "the file, the range not wrapping around",
+			      cfg_path, s->line, s->path, s->from, s->to,
+			      s->addr);
+	else
+		pts_cli_error(cmd, "%s:%d: image %s: %s", cfg_path, s->line,
+			      s->path, pts_cli_image_errstr(raw, err));
+	return -1;
+}
+
 /* Loads the images a configuration file names, and its CPU unless --cpu
  * came first. */
 static int load_config(const char *cmd, const char *path,
@@ -104,16 +128,8 @@ static int load_config(const char *cmd, const char *path,
 		pts_config_fini(&cfg);
 		return -1;
 	}
-	for (size_t i = 0; i < cfg.n_images && err >= 0; i++) {
-		const struct pts_image_spec *s = &cfg.images[i];
-		err = s->kind == PTS_IMAGE_ELF
-			      ? pts_image_add_elf(o->img, 0, s->path, s->base)
-			      : pts_image_add_raw(o->img, 0, s->path, s->from,
-						  s->to, s->addr);
-		if (err < 0)
-			pts_cli_error(cmd, "%s: image %s: %s", path, s->path,
-				      pts_cli_errstr(err));
-	}
+	for (size_t i = 0; i < cfg.n_images && err >= 0; i++)
+		err = pts_cli_config_image(cmd, path, o->img, &cfg.images[i]);
 	if (!o->have_cpu)
 		o->cpu = cfg.trace.cpu;
 	for (int n = 0; n < 4; n++) {

@@ -5,6 +5,7 @@
 #define PTS_TOOLS_FLOW_RUN_H
 
 #include <ptscope/decoder.h>
+#include <ptscope/model.h>
 #include <ptscope/packets.h>
 #include <ptscope/topa.h>
 
@@ -25,6 +26,11 @@ struct pts_trace_input {
 	const char *cut_by;
 	struct pts_progress progress; /* ends with the input */
 };
+
+/* Adds the image of configuration @cfg_path that @s describes to @img;
+ * on failure says why, naming the file and its line, and returns -1. */
+int pts_cli_config_image(const char *cmd, const char *cfg_path,
+			 struct pts_image *img, const struct pts_image_spec *s);
 
 /* Opens the trace @path ("-": standard input). Returns 0, or prints why
  * not (as @cmd) and returns -1. */

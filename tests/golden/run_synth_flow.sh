@@ -77,6 +77,23 @@ expect_usage "range.cfg:2: 'addr0 0x500 0x100': values that contradict" \
 printf '# notes\nimage elf 0 /bin/true\n' >"$tmp/notcfg.cfg"
 expect_usage "notcfg.cfg:2: not a ptscope configuration" \
 	"$ptscope" flow --config "$tmp/notcfg.cfg" "$tmp/w.pt"
+# An image line that names a file it cannot load: its line, and why in
+# --elf's and --raw's words (it said "invalid argument", no line).
+printf 'ptscope-config 1\n\nimage elf 0 %s\n' "$tmp/value.cfg" \
+	>"$tmp/notelf.cfg"
+printf 'ptscope-config 1\nimage raw 0 0x9999 0x400000 %s\n' \
+	"$tmp/value.cfg" >"$tmp/rawpast.cfg"
+printf 'ptscope-config 1\nimage elf 0 %s\n' "$tmp/none.elf" \
+	>"$tmp/noelf.cfg"
+for c in flow cov windows; do
+	expect_usage "notelf.cfg:3: image $tmp/value.cfg: not an ELF file" \
+		"$ptscope" $c --config "$tmp/notelf.cfg" "$tmp/w.pt"
+	expect_usage "rawpast.cfg:2: image $tmp/value.cfg: bytes 0x0-0x9999 \
+at 0x400000: FROM below TO, bytes inside the file" \
+		"$ptscope" $c --config "$tmp/rawpast.cfg" "$tmp/w.pt"
+	expect_usage "noelf.cfg:2: image $tmp/none.elf: No such file" \
+		"$ptscope" $c --config "$tmp/noelf.cfg" "$tmp/w.pt"
+done
 # Output to a full disk: exit 2 and a message, whatever the command
 # (`help` exited 0, `topa info` 2 without a word).
 if [ -w /dev/full ]; then

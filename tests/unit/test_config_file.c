@@ -104,6 +104,11 @@ static void test_round_trip(void)
 				  &line), 0);
 	CHECK_EQ(line, -1); /* untouched on success */
 	check_every_key(&a);
+	/* each image knows its line, for messages about its file */
+	if (a.n_images == 2) {
+		CHECK_EQ(a.images[0].line, 12);
+		CHECK_EQ(a.images[1].line, 13);
+	}
 
 	size_t len1, len2;
 	char *t1 = write_text(&a, &len1);
@@ -152,7 +157,7 @@ static void test_relative_paths(void)
 	snprintf(dir, sizeof(dir), "%s/tests/unit", root);
 	struct pts_config cfg;
 	pts_config_init(&cfg);
-	struct pts_image_spec img = {PTS_IMAGE_ELF, path, 0, 0, 0, 0};
+	struct pts_image_spec img = {PTS_IMAGE_ELF, path, 0, 0, 0, 0, 0};
 	CHECK_EQ(pts_config_add_image(&cfg, &img), 0);
 	char *text = NULL;
 	size_t len;
@@ -273,7 +278,7 @@ static void test_bad_lines(void)
 	struct pts_enclave empty;
 	memset(&empty, 0, sizeof(empty));
 	CHECK_EQ(pts_config_add_enclave(&cfg, &empty, 0), -PTS_ERR_INVALID);
-	struct pts_image_spec img = {PTS_IMAGE_RAW + 1, "x", 0, 0, 0, 0};
+	struct pts_image_spec img = {PTS_IMAGE_RAW + 1, "x", 0, 0, 0, 0, 0};
 	CHECK_EQ(pts_config_add_image(&cfg, &img), -PTS_ERR_INVALID);
 	pts_config_fini(&cfg);
 }

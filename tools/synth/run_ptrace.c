@@ -69,7 +69,7 @@ static void read_maps(struct syn_run *r)
 		if (to > (uint64_t)st.st_size)
 			to = (uint64_t)st.st_size;
 		struct pts_image_spec img = {PTS_IMAGE_RAW, name, 0, off, to,
-					     lo};
+					     lo, 0};
 		pts_config_add_image(&r->maps, &img);
 	}
 	fclose(f);

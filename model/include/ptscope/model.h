@@ -57,6 +57,7 @@ struct pts_image_spec {
 	uint64_t base; /* ELF: 0 = link address, else lowest PT_LOAD here */
 	uint64_t from, to; /* raw: file bytes [from, to); to 0 = to the end */
 	uint64_t addr;     /* raw: load address */
+	int line;          /* the configuration line it came from (0: none) */
 };
 
 /* A whole configuration. Initialize with pts_config_init(), free with
