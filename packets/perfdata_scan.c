@@ -376,6 +376,16 @@ struct pts_perf_str pts_perf_comm_of(const struct pts_perf *perf, int32_t tid)
 	return none;
 }
 
+int pts_perf_thread_ran(const struct pts_perf *perf, int32_t cpu,
+			int32_t tid)
+{
+	for (uint32_t i = 0; i < perf->nr_switches; i++)
+		if (perf->switches[i].cpu == cpu &&
+		    perf->switches[i].tid == tid)
+			return 1;
+	return 0;
+}
+
 int pts_perf_thread_at(const struct pts_perf *perf, int32_t cpu,
 		       uint64_t time, int32_t *pid, int32_t *tid)
 {

@@ -76,7 +76,8 @@ static void help(void)
 	      "                     up to 16 times)\n"
 	      "      --cpu=N        only the queue(s) of CPU N\n"
 	      "      --tid=N        only thread N (queues of N; in per-cpu\n"
-	      "                     queues the stretches where N runs)\n"
+	      "                     queues the stretches where N runs;\n"
+	      "                     exit 2 when N has no line there)\n"
 	      "  -f, --format=FMT   dump: ptdump (default) or jsonl; flow: ptxed\n"
 	      "                     (default), jsonl or perf; windows: text\n"
 	      "                     (default) or jsonl\n"
@@ -378,6 +379,7 @@ static void emit_packet(struct queue_walk *w, const struct pts_packet *pkt)
 	}
 	if (!line_wanted(w))
 		return;
+	w->pc->tid_lines++;
 	pts_perfcmd_mark(w->pc, w->time);
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
@@ -403,6 +405,7 @@ static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
 
 	if (!line_wanted(w))
 		return;
+	w->pc->tid_lines++;
 	pts_perfcmd_mark(w->pc, w->time);
 	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
 	size_t room = pts_out_room(&w->pc->out) - 1;
@@ -781,6 +784,8 @@ static int do_dump(struct perf_cmd *pc)
 			" bytes, %" PRIu64 " packets, %" PRIu64
 			" errors, %" PRIu64 " bytes skipped\n",
 			t.queues, t.bytes, t.items, t.errors, t.skipped);
+	if (pts_perfcmd_tid_unseen(pc))
+		return PTS_EXIT_USAGE;
 	return t.failed || t.errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }
 

@@ -30,6 +30,7 @@ struct perf_cmd {
 	enum perf_format format;
 	int quiet, verbose, no_inst, verify;
 	int64_t cpu, tid; /* filters; -1: all */
+	uint64_t tid_lines; /* lines printed that --tid let through */
 	const char *sysroot;
 	const char *remaps[PTS_PERF_MAX_REMAPS]; /* --remap OLD=NEW */
 	uint32_t nr_remaps;
@@ -68,6 +69,11 @@ int pts_perfcmd_queue_selected(const struct perf_cmd *pc,
 /* Refuses, with a message, a capture without PT (but for info) and a
  * --cpu or --tid that selects nothing. Returns 0 or the exit status. */
 int pts_perfcmd_check_selection(struct perf_cmd *pc);
+
+/* After dump or flow: when --tid let no line through (the thread ran
+ * only while tracing was off, or no time places it), says so and
+ * returns 1; else 0. */
+int pts_perfcmd_tid_unseen(const struct perf_cmd *pc);
 
 /* What an action found over the queues --cpu and --tid select. */
 struct perf_totals {

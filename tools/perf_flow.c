@@ -257,6 +257,7 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 		locate(f, r);
 		if (pc->quiet || (pc->tid >= 0 && f->tid != pc->tid))
 			continue;
+		pc->tid_lines++;
 		pts_perfcmd_mark(pc, f->time);
 		if (pc->format == FORMAT_PERF) {
 			if (r->kind == PTS_FLOW_INSNS)
@@ -546,7 +547,7 @@ int pts_perfcmd_flow(struct perf_cmd *pc)
 	else if (t.errors && pc->format == FORMAT_PERF)
 		fprintf(stderr, "Warning:\n%" PRIu64
 				" instruction trace errors\n", t.errors);
-	if (t.failed)
+	if (t.failed || pts_perfcmd_tid_unseen(pc))
 		return PTS_EXIT_USAGE;
 	return t.errors ? PTS_EXIT_ERRORS : PTS_EXIT_OK;
 }

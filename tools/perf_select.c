@@ -50,6 +50,23 @@ static int tid_known(const struct perf_cmd *pc, int64_t tid)
 	return 0;
 }
 
+/* Whether a selected queue's trace can hold thread @tid: a per-thread
+ * queue of it, or a per-CPU one whose CPU it ran on (lines are given the
+ * thread the switch records put there, else the queue's). */
+static int tid_traced(const struct perf_cmd *pc, int64_t tid)
+{
+	for (uint32_t i = 0; i < pts_perf_queue_count(pc->perf); i++) {
+		const struct pts_perf_queue *q =
+			pts_perf_queue_get(pc->perf, i);
+		if (pts_perfcmd_queue_selected(pc, q) &&
+		    (q->tid == tid ||
+		     (q->cpu >= 0 &&
+		      pts_perf_thread_ran(pc->perf, q->cpu, (int32_t)tid))))
+			return 1;
+	}
+	return 0;
+}
+
 /* The CPUs of the queues, for the message of a --cpu matching none. */
 static void list_cpus(const struct perf_cmd *pc, char *buf, size_t cap)
 {
@@ -63,6 +80,18 @@ static void list_cpus(const struct perf_cmd *pc, char *buf, size_t cap)
 				 cpu);
 		n += w > 0 ? (size_t)w : 0;
 	}
+}
+
+int pts_perfcmd_tid_unseen(const struct perf_cmd *pc)
+{
+	if (pc->quiet || pc->tid < 0 || pc->tid_lines)
+		return 0;
+	pts_cli_error(cmd,
+		      "--tid=%" PRId64 ": no line of that thread (it ran "
+		      "only while tracing was off, or no timing packet places "
+		      "it)",
+		      pc->tid);
+	return 1;
 }
 
 int pts_perfcmd_check_selection(struct perf_cmd *pc)
@@ -98,5 +127,12 @@ int pts_perfcmd_check_selection(struct perf_cmd *pc)
 			"--tid=%" PRId64 ": no such thread in the capture "
 			"(`ptscope perf info` names threads)%s",
 			pc->tid, pc->cpu >= 0 ? " on that CPU" : "");
+	if (pc->tid >= 0 && pc->action != ACTION_INFO &&
+	    !tid_traced(pc, pc->tid))
+		return pts_cli_usage_error(
+			cmd,
+			"--tid=%" PRId64 ": the thread never ran on a traced "
+			"CPU%s (no context switch to it)",
+			pc->tid, pc->cpu >= 0 ? " of --cpu" : "");
 	return 0;
 }

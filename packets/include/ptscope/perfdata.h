@@ -531,6 +531,11 @@ struct pts_perf_str pts_perf_comm_of(const struct pts_perf *perf, int32_t tid);
 int pts_perf_thread_at(const struct pts_perf *perf, int32_t cpu,
 		       uint64_t time, int32_t *pid, int32_t *tid);
 
+/* Whether those records put thread @tid on @cpu at any time (1) or not
+ * (0). */
+int pts_perf_thread_ran(const struct pts_perf *perf, int32_t cpu,
+			int32_t tid);
+
 /* ------------------------------------------------------------------------ */
 /* Build ids (BUILD_ID feature and HEADER_BUILD_ID records).                 */
 
