@@ -125,7 +125,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (uint32_t i = 0; i < pts_perf_queue_count(perf); i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(perf, i);
 		int32_t pid, tid;
-		pts_perf_thread_at(perf, q->cpu, q->first_reference, &pid, &tid);
+		if (pts_perf_thread_at(perf, q->cpu, q->first_reference, &pid,
+				       &tid))
+			REQUIRE(pts_perf_thread_ran(perf, q->cpu, tid) == 1);
 		pts_perf_comm_of(perf, q->tid);
 		decode_queue(perf, i, data, size);
 	}

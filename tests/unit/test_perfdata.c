@@ -123,6 +123,12 @@ static void check_capture(const struct pts_perf *perf, int pipe,
 	CHECK_EQ(pts_perf_thread_at(perf, 1, 99999, &pid, &tid), 1);
 	CHECK_EQ(tid, SYNTH_TID);
 	CHECK_EQ(pts_perf_thread_at(perf, 7, 99999, &pid, &tid), 0);
+	/* and which threads ever ran where */
+	CHECK_EQ(pts_perf_thread_ran(perf, 0, SYNTH_TID), 1);
+	CHECK_EQ(pts_perf_thread_ran(perf, 0, SYNTH_OTHER_TID), 1);
+	CHECK_EQ(pts_perf_thread_ran(perf, 1, SYNTH_TID), 1);
+	CHECK_EQ(pts_perf_thread_ran(perf, 1, SYNTH_OTHER_TID), 0);
+	CHECK_EQ(pts_perf_thread_ran(perf, 7, SYNTH_TID), 0);
 	struct pts_perf_str comm = pts_perf_comm_of(perf, SYNTH_TID);
 	CHECK(comm.len == 5 && memcmp(comm.ptr, SYNTH_COMM, 5) == 0);
 
