@@ -623,6 +623,18 @@ int pts_cmd_synth(int argc, char **argv)
 					    c.start, start, elf);
 			goto done;
 		}
+		/* Data decodes as instructions too: an address must lie in
+		 * a function (or after a code label that has no size). */
+		const struct pts_symbol *fn =
+			c.start ? pts_image_symbol_at(img, 0, start) : NULL;
+		if (c.start && (!fn || (fn->size && start - fn->addr >=
+							      fn->size))) {
+			pts_cli_usage_error(cmd,
+					    "--start %s: 0x%" PRIx64 " is in no "
+					    "function of %s (data?)",
+					    c.start, start, elf);
+			goto done;
+		}
 		d.start = syn_walk_ip(walk);
 		d.start_where = syn_walk_where(walk);
 		d.source = walk;

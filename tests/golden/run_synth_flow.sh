@@ -120,6 +120,12 @@ expect_usage "synth: --visible -: synth writes files" \
 # --start where there is no code (the walk began at _start instead)
 expect_usage "--start 0x12345: no instruction at 0x12345" \
 	"$ptscope" synth --walk "$tmp/demo" --start 0x12345 -o "$tmp/w.pt"
+# --start in data (enclave_demo's .data and .rodata): walked as code, it
+# gave a trace of nonsense
+for a in 0x4013d8 0x400380; do
+	expect_usage "--start $a: $a is in no function" \
+		"$ptscope" synth --walk "$tmp/demo" --start $a -o "$tmp/w.pt"
+done
 "$ptscope" synth --walk "$tmp/demo" --start enclave_call -q \
 	-o "$tmp/s.pt" --visible "$tmp/s.vis" &&
 	[ "$(sed -n 2p "$tmp/s.vis")" = 400120 ] ||
