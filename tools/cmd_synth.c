@@ -629,10 +629,10 @@ int pts_cmd_synth(int argc, char **argv)
 			c.start ? pts_image_symbol_at(img, 0, start) : NULL;
 		if (c.start && (!fn || (fn->size && start - fn->addr >=
 							      fn->size))) {
-			pts_cli_usage_error(cmd,
-					    "--start %s: 0x%" PRIx64 " is in no "
-					    "function of %s (data?)",
-					    c.start, start, elf);
+			pts_cli_usage_error(
+				cmd, "--start %s: 0x%" PRIx64 " is in no "
+				     "function of %s (data?)",
+				c.start, start, elf);
 			goto done;
 		}
 		d.start = syn_walk_ip(walk);
