@@ -25,15 +25,16 @@
  * Skimming (pts_pkt_skim_batch(), `windows`) walks the same blocks: the
  * runs are made of the one-byte kinds the caller skips, summed up at the
  * end of each block, and of CYCs when handed on (decoded from the runs'
- * bits). With VBMI, a block is walked as counting walks it while its
- * packets are only summed up or handed on (count_skimmed(): their kinds
- * come from byte permutes, their sums from masks); another packet, and on
- * AVX2 every packet, is decoded by itself and kept, summed up or collected
- * for the caller's hook (handed on at the end of each block) without a
- * branch on its kind, then the counted walk goes on. CYCs and MTCs go to
- * the hook as bare values when it takes them so (struct pts_skim_timing),
- * not as packet records (6-14% of `windows` on streams with CYC). Each is decoded
- * straight into its place, chosen by the kind its first byte gives.
+ * bits). A block is walked as counting walks it while its packets are
+ * only summed up or handed on (count_skimmed(): their kinds come from
+ * byte permutes with VBMI, from compares on AVX2 (classes32()), their
+ * sums from masks); another packet is decoded by itself and kept, summed
+ * up or collected for the caller's hook (handed on at the end of each
+ * block) without a branch on its kind, then the counted walk goes on.
+ * CYCs and MTCs go to the hook as bare values when it takes them so
+ * (struct pts_skim_timing), not as packet records (6-14% of `windows` on
+ * streams with CYC). Each is decoded straight into its place, chosen by
+ * the kind its first byte gives.
  *
  * Measured on the benchmark stream (Zen, shared core): the walk must not
  * read a block's sizes right after the stores that made them (the loads
@@ -328,7 +329,7 @@ static PTS_AVX2 inline __m256i classes32(__m256i v, const uint8_t *classes)
 	const __m256i three = _mm256_set1_epi8(3);
 	const __m256i cyc =
 		_mm256_cmpeq_epi8(_mm256_and_si256(v, three), three);
-	/* kind masks and their classes, in pairs */
+	/* the bytes of each kind the table gives a first byte (@kinds) */
 	const __m256i mask[9] = {
 		pad,
 		cyc,
