@@ -318,7 +318,8 @@ int pts_time_packet(struct pts_time *t, const struct pts_packet *pkt,
 
 /* A timing packet outside PSB+. CYC and MTC are most of them: no
  * dispatch through a jump table for them (it mispredicts between the two;
- * on AVX2 skims hand on every MTC and longer CYC as a packet). */
+ * the plain batches and the skim's packet-by-packet path hand them on as
+ * packets). */
 static inline void timing_packet(struct pts_time *t,
 				 const struct pts_packet *p)
 {
