@@ -183,6 +183,63 @@ static char *dup_range(const char *s, const char *end)
 	return out;
 }
 
+/* Whether @addr is code in @elf at @bias: in an executable section, or
+ * where no section says, in an executable PT_LOAD segment (segments
+ * often hold read-only data beside the code). */
+static int exec_segment_at(Elf *elf, uint64_t bias, uint64_t addr)
+{
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn;
+	     scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) &&
+		    addr - (sh.sh_addr + bias) < sh.sh_size)
+			return (sh.sh_flags & SHF_EXECINSTR) != 0;
+	}
+	size_t nph;
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return -PTS_ERR_BAD_FORMAT;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (ph.p_flags & PF_X) &&
+		    addr - (ph.p_vaddr + bias) < ph.p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+int pts_elf_code_at(const char *spec, uint64_t addr)
+{
+	if (!spec || !*spec)
+		return -PTS_ERR_INVALID;
+	const char *colon = strrchr(spec, ':');
+	uint64_t base = 0;
+	char *path = colon && pts_parse_u64(colon + 1, spec + strlen(spec),
+					    &base) == 0
+			     ? dup_range(spec, colon)
+			     : dup_range(spec, spec + strlen(spec));
+	if (!path)
+		return -PTS_ERR_NOMEM;
+	void *p;
+	size_t len;
+	int err = pts_file_map(path, &p, &len);
+	free(path);
+	if (err)
+		return err == -PTS_ERR_INVALID ? -PTS_ERR_BAD_FORMAT : err;
+	elf_version(EV_CURRENT);
+	Elf *elf = len >= EI_NIDENT && memcmp(p, ELFMAG, SELFMAG) == 0
+			   ? elf_memory(p, len)
+			   : NULL;
+	uint64_t bias;
+	err = !elf ? -PTS_ERR_BAD_FORMAT : compute_bias(elf, base, &bias);
+	if (err == 0)
+		err = exec_segment_at(elf, bias, addr);
+	if (elf)
+		elf_end(elf);
+	munmap(p, len);
+	return err;
+}
+
 int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 			   const char *spec)
 {

@@ -623,15 +623,12 @@ int pts_cmd_synth(int argc, char **argv)
 					    c.start, start, elf);
 			goto done;
 		}
-		/* Data decodes as instructions too: an address must lie in
-		 * a function (or after a code label that has no size). */
-		const struct pts_symbol *fn =
-			c.start ? pts_image_symbol_at(img, 0, start) : NULL;
-		if (c.start && (!fn || (fn->size && start - fn->addr >=
-							      fn->size))) {
+		/* Data decodes as instructions too: the address must be in
+		 * an executable section. */
+		if (c.start && pts_elf_code_at(elf, start) == 0) {
 			pts_cli_usage_error(
 				cmd, "--start %s: 0x%" PRIx64 " is in no "
-				     "function of %s (data?)",
+				     "executable section of %s (data?)",
 				c.start, start, elf);
 			goto done;
 		}

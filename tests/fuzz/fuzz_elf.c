@@ -5,7 +5,8 @@
  * any file; an odd size loads at a base, an even one at the link address.
  * Invariants: no crash, hang or leak; a load either fails with
  * -PTS_ERR_BAD_FORMAT or maps segments whose bytes are all readable; every
- * function entry has a name and is found again by address and by name.
+ * function entry has a name and is found again by address and by name;
+ * pts_elf_code_at() on the same file answers 0 or 1 when the load worked.
  *
  * Corpus (corpus/elf/): small ELF files (fixtures/bin/enclave_demo, cut
  * and whole). */
@@ -61,6 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(mapped == -PTS_ERR_IO && size == 0));
 	if (mapped > 0)
 		check_functions(img);
+	/* The same file as a spec, for whether an address is code. */
+	char spec[96];
+	snprintf(spec, sizeof(spec), base ? "%s:0x7f0000000000" : "%s", path);
+	const int code = pts_elf_code_at(spec, base + 0x401000);
+	REQUIRE(code == 0 || code == 1 || code == -PTS_ERR_BAD_FORMAT ||
+		code == -PTS_ERR_IO);
+	REQUIRE(mapped <= 0 || code >= 0);
 	pts_image_free(img);
 	close(fd);
 	return 0;

@@ -123,7 +123,7 @@ expect_usage "--start 0x12345: no instruction at 0x12345" \
 # --start in data (enclave_demo's .data and .rodata): walked as code, it
 # gave a trace of nonsense
 for a in 0x4013d8 0x400380; do
-	expect_usage "--start $a: $a is in no function" \
+	expect_usage "--start $a: $a is in no executable section" \
 		"$ptscope" synth --walk "$tmp/demo" --start $a -o "$tmp/w.pt"
 done
 "$ptscope" synth --walk "$tmp/demo" --start enclave_call -q \

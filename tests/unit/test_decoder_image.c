@@ -193,15 +193,21 @@ static int write_label_elf(const char *path)
 	return fclose(out) == 0 && n == sizeof(f) ? 0 : -1;
 }
 
+/* write_label_elf() into a fresh file named after the template @path. */
+static void temp_label_elf(char *path)
+{
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(write_label_elf(path) == 0);
+}
+
 /* STT_NOTYPE symbols in executable sections name code (as perf does for
  * assembler labels); they are not function entries. */
 static void test_elf_labels(void)
 {
 	char path[] = "/tmp/pts_test_labelsXXXXXX";
-	int fd = mkstemp(path);
-	CHECK(fd >= 0);
-	close(fd);
-	CHECK(write_label_elf(path) == 0);
+	temp_label_elf(path);
 	struct pts_image *img = pts_image_new();
 	CHECK(pts_image_add_elf(img, 0, path, 0) == 1);
 	const struct pts_symbol *fn = pts_image_symbol_find(img, 0, "fn");
@@ -239,6 +245,28 @@ static void test_elf_labels(void)
 		 -PTS_ERR_BAD_FORMAT);
 	pts_image_free(img3);
 	pts_image_free(img);
+	unlink(path);
+}
+
+/* pts_elf_code_at(): code by the sections; by the segment where no
+ * section says; at a base as the image loads it. */
+static void test_elf_code_at(void)
+{
+	char path[] = "/tmp/pts_test_codeatXXXXXX";
+	temp_label_elf(path);
+	char based[64];
+	snprintf(based, sizeof(based), "%s:0x10000000", path);
+	CHECK_EQ(pts_elf_code_at(path, 0x400080), 1);  /* .text */
+	CHECK_EQ(pts_elf_code_at(path, 0x40008f), 1);
+	/* .data, though its segment is R E */
+	CHECK_EQ(pts_elf_code_at(path, 0x400090), 0);
+	CHECK_EQ(pts_elf_code_at(path, 0x400040), 1);  /* no section: R E */
+	CHECK_EQ(pts_elf_code_at(path, 0x500000), 0);  /* nothing there */
+	CHECK_EQ(pts_elf_code_at(based, 0x10000080), 1);
+	CHECK_EQ(pts_elf_code_at(based, 0x10000090), 0);
+	CHECK_EQ(pts_elf_code_at(based, 0x400080), 0);
+	CHECK_EQ(pts_elf_code_at("/nonexistent/x.elf", 0), -PTS_ERR_IO);
+	CHECK_EQ(pts_elf_code_at("", 0), -PTS_ERR_INVALID);
 	unlink(path);
 }
 
@@ -366,6 +394,7 @@ int main(void)
 	test_raw();
 	test_elf();
 	test_elf_labels();
+	test_elf_code_at();
 	test_classify();
 	return pts_check_exit();
 }

@@ -103,6 +103,13 @@ int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
 			   const char *spec);
 
+/* Whether @addr is code in the ELF "FILE[:BASE]" @spec, loaded as
+ * pts_image_add_elf_spec() loads it: in an executable section (or, where
+ * no section says, an executable PT_LOAD segment). 1 yes, 0 no (data, or
+ * nothing there); < 0 as pts_image_add_elf(). Images keep no permissions:
+ * a walk that starts somewhere asks this first. */
+int pts_elf_code_at(const char *spec, uint64_t addr);
+
 /* The code at @addr in space @cr3: sets *@bytes to the mapped bytes at @addr
  * (valid while @img lives and is not changed) and returns how many are
  * contiguous in that one mapping (> 0; capped at INT32_MAX).
