@@ -36,6 +36,7 @@ struct windows {
 	struct pts_pkt_config pkt_config;
 	struct pts_out out;
 	const char *ctl_arg; /* the last --ctl value, as given */
+	uint64_t file_ctl;   /* --config's ctl, before the options */
 };
 
 static void help(void)
@@ -346,6 +347,7 @@ static int parse_args(struct windows *w, int argc, char **argv)
 			return PTS_EXIT_USAGE;
 		}
 		w->pkt_config.cpu = w->config.trace.cpu;
+		w->file_ctl = w->config.trace.ctl;
 		w->have_cfg = 1;
 		for (size_t i = 0; i < w->config.n_images; i++) {
 			err = add_config_image(w, &w->config.images[i]);
@@ -377,8 +379,12 @@ static int apply_options(struct windows *w, int argc, char **argv)
 	char from[64];
 	if (w->ctl_arg)
 		snprintf(from, sizeof(from), "--ctl=%.50s", w->ctl_arg);
-	else
+	else if (ctl == w->file_ctl)
 		snprintf(from, sizeof(from), "ctl 0x%" PRIx64, ctl);
+	else
+		snprintf(from, sizeof(from),
+			 "ctl 0x%" PRIx64 " (0x%" PRIx64 " after the options)",
+			 w->file_ctl, ctl);
 	if ((w->ctl_arg || (w->config_path &&
 			    (w->config.trace.known & PTS_CFG_CTL))) &&
 	    (!(ctl & PTS_CTL_TRACEEN) || !(ctl & (PTS_CTL_OS | PTS_CTL_USER))))

@@ -101,13 +101,15 @@ int pts_cli_config_image(const char *cmd, const char *cfg_path,
 		    : pts_image_add_elf(img, 0, s->path, s->base);
 	if (err >= 0)
 		return 0;
+	char to[32] = "the end";
+	if (s->to)
+		snprintf(to, sizeof(to), "0x%" PRIx64, s->to);
 	if (raw && err == -PTS_ERR_INVALID)
 		pts_cli_error(cmd,
-			      "%s:%d: image %s: bytes 0x%" PRIx64 "-0x%" PRIx64
-			      " at 0x%" PRIx64 ": FROM below TO, bytes inside "
-			      "the file, the range not wrapping around",
-			      cfg_path, s->line, s->path, s->from, s->to,
-			      s->addr);
+			      "%s:%d: image %s: bytes 0x%" PRIx64 " to %s at "
+			      "0x%" PRIx64 ": FROM below TO, bytes inside the "
+			      "file, the range not wrapping around",
+			      cfg_path, s->line, s->path, s->from, to, s->addr);
 	else
 		pts_cli_error(cmd, "%s:%d: image %s: %s", cfg_path, s->line,
 			      s->path, pts_cli_image_errstr(raw, err));

@@ -124,8 +124,8 @@ int pts_perfcmd_check_selection(struct perf_cmd *pc)
 	if (pc->tid >= 0 && (!selected || !tid_known(pc, pc->tid)))
 		return pts_cli_usage_error(
 			cmd,
-			"--tid=%" PRId64 ": no such thread in the capture "
-			"(`ptscope perf info` names threads)%s",
+			"--tid=%" PRId64 ": no such thread in the capture%s "
+			"(`ptscope perf info` names threads)",
 			pc->tid, pc->cpu >= 0 ? " on that CPU" : "");
 	if (pc->tid >= 0 && pc->action != ACTION_INFO &&
 	    !tid_traced(pc, pc->tid))

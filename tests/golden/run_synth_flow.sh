@@ -88,8 +88,8 @@ printf 'ptscope-config 1\nimage elf 0 %s\n' "$tmp/none.elf" \
 for c in flow cov windows; do
 	expect_usage "notelf.cfg:3: image $tmp/value.cfg: not an ELF file" \
 		"$ptscope" $c --config "$tmp/notelf.cfg" "$tmp/w.pt"
-	expect_usage "rawpast.cfg:2: image $tmp/value.cfg: bytes 0x0-0x9999 \
-at 0x400000: FROM below TO, bytes inside the file" \
+	expect_usage "rawpast.cfg:2: image $tmp/value.cfg: bytes 0x0 to \
+0x9999 at 0x400000: FROM below TO, bytes inside the file" \
 		"$ptscope" $c --config "$tmp/rawpast.cfg" "$tmp/w.pt"
 	expect_usage "noelf.cfg:2: image $tmp/none.elf: No such file" \
 		"$ptscope" $c --config "$tmp/noelf.cfg" "$tmp/w.pt"
