@@ -183,6 +183,18 @@ static char *dup_range(const char *s, const char *end)
 	return out;
 }
 
+/* "FILE[:BASE]" split: the file (a fresh string; the whole spec when no
+ * number follows its last ':') and the base (0: link address). NULL on no
+ * memory. */
+static char *split_elf_spec(const char *spec, uint64_t *base)
+{
+	const char *end = spec + strlen(spec), *colon = strrchr(spec, ':');
+	*base = 0;
+	if (!colon || pts_parse_u64(colon + 1, end, base) < 0)
+		return dup_range(spec, end);
+	return dup_range(spec, colon);
+}
+
 /* Whether @addr is code in @elf at @bias: in an executable section, or
  * where no section says, in an executable PT_LOAD segment (segments
  * often hold read-only data beside the code). */
@@ -212,12 +224,8 @@ int pts_elf_code_at(const char *spec, uint64_t addr)
 {
 	if (!spec || !*spec)
 		return -PTS_ERR_INVALID;
-	const char *colon = strrchr(spec, ':');
-	uint64_t base = 0;
-	char *path = colon && pts_parse_u64(colon + 1, spec + strlen(spec),
-					    &base) == 0
-			     ? dup_range(spec, colon)
-			     : dup_range(spec, spec + strlen(spec));
+	uint64_t base;
+	char *path = split_elf_spec(spec, &base);
 	if (!path)
 		return -PTS_ERR_NOMEM;
 	void *p;
@@ -245,11 +253,8 @@ int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 {
 	if (!img || !spec || !*spec)
 		return -PTS_ERR_INVALID;
-	const char *colon = strrchr(spec, ':');
-	uint64_t base = 0;
-	if (!colon || pts_parse_u64(colon + 1, spec + strlen(spec), &base) < 0)
-		return pts_image_add_elf(img, cr3, spec, 0);
-	char *path = dup_range(spec, colon);
+	uint64_t base;
+	char *path = split_elf_spec(spec, &base);
 	if (!path)
 		return -PTS_ERR_NOMEM;
 	int err = pts_image_add_elf(img, cr3, path, base);

@@ -376,27 +376,25 @@ static int apply_options(struct windows *w, int argc, char **argv)
 	 * ContextEn is never 1: no trace either. Checked on the value
 	 * --ring and --filter leave, whether --ctl or --config gave it. */
 	const uint64_t ctl = w->config.trace.ctl;
-	char from[64];
+	const int given = w->ctl_arg || (w->config_path &&
+					 (w->config.trace.known & PTS_CFG_CTL));
+	if (!given || ((ctl & PTS_CTL_TRACEEN) &&
+		       (ctl & (PTS_CTL_OS | PTS_CTL_USER))))
+		return 0;
+	char what[96];
 	if (w->ctl_arg)
-		snprintf(from, sizeof(from), "--ctl=%.50s", w->ctl_arg);
+		snprintf(what, sizeof(what), "--ctl=%.60s", w->ctl_arg);
 	else if (ctl == w->file_ctl)
-		snprintf(from, sizeof(from), "ctl 0x%" PRIx64, ctl);
+		snprintf(what, sizeof(what), "ctl 0x%" PRIx64, ctl);
 	else
-		snprintf(from, sizeof(from),
+		snprintf(what, sizeof(what),
 			 "ctl 0x%" PRIx64 " (0x%" PRIx64 " after the options)",
 			 w->file_ctl, ctl);
-	if ((w->ctl_arg || (w->config_path &&
-			    (w->config.trace.known & PTS_CFG_CTL))) &&
-	    (!(ctl & PTS_CTL_TRACEEN) || !(ctl & (PTS_CTL_OS | PTS_CTL_USER))))
-		return pts_cli_usage_error(
-			cmd, "%s%s%s: %s clear: nothing is traced with that "
-			     "value",
-			w->ctl_arg ? "" : w->config_path,
-			w->ctl_arg ? "" : ": ", from,
-			ctl & PTS_CTL_TRACEEN
-				? "OS (bit 2) and User (bit 3) are"
-				: "TraceEn (bit 0) is");
-	return 0;
+	return pts_cli_usage_error(
+		cmd, "%s%s%s: %s clear: nothing is traced with that value",
+		w->ctl_arg ? "" : w->config_path, w->ctl_arg ? "" : ": ", what,
+		ctl & PTS_CTL_TRACEEN ? "OS (bit 2) and User (bit 3) are"
+				      : "TraceEn (bit 0) is");
 }
 
 /* --- raw traces ----------------------------------------------------------- */
