@@ -14,6 +14,7 @@ struct blob {
 	void *ptr;
 	size_t len;
 	bool mmapped;
+	uint64_t dev, ino; /* the file mapped */
 };
 
 /* Symbol names live in a bump arena so that freeing is one pass. */
@@ -78,22 +79,35 @@ void pts_image_free(struct pts_image *img)
 	free(img);
 }
 
-static int keep_blob(struct pts_image *img, void *ptr, size_t len, bool mm)
+static int keep_blob(struct pts_image *img, struct blob b)
 {
 	int err = grow((void **)&img->blobs, &img->capblobs, img->nblobs + 1,
 		       sizeof(*img->blobs));
 	if (err)
 		return err;
-	img->blobs[img->nblobs++] = (struct blob){ptr, len, mm};
+	img->blobs[img->nblobs++] = b;
 	return 0;
 }
 
-int pts_image_keep_mmap(struct pts_image *img, void *ptr, size_t len)
+int pts_image_keep_mmap(struct pts_image *img, const struct pts_mapped_file *m)
 {
-	int err = keep_blob(img, ptr, len, true);
+	int err = keep_blob(img, (struct blob){m->ptr, m->len, true, m->dev,
+					       m->ino});
 	if (err)
-		munmap(ptr, len);
+		munmap(m->ptr, m->len);
 	return err;
+}
+
+bool pts_image_reads_file(const struct pts_image *img, const char *path)
+{
+	struct stat st;
+	if (!img || !path || stat(path, &st) != 0)
+		return false;
+	for (size_t i = 0; i < img->nblobs; i++)
+		if (img->blobs[i].mmapped && img->blobs[i].dev == st.st_dev &&
+		    img->blobs[i].ino == st.st_ino)
+			return true;
+	return false;
 }
 
 const struct pts_space *pts_image_space(const struct pts_image *img,
@@ -197,7 +211,7 @@ int pts_image_map(struct pts_image *img, uint64_t cr3, const uint8_t *data,
 	return 0;
 }
 
-int pts_file_map(const char *path, void **ptr, size_t *len)
+int pts_file_map(const char *path, struct pts_mapped_file *m)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -228,8 +242,8 @@ int pts_file_map(const char *path, void **ptr, size_t *len)
 		errno = saved;
 		return -PTS_ERR_IO;
 	}
-	*ptr = p;
-	*len = (size_t)st.st_size;
+	*m = (struct pts_mapped_file){p, (size_t)st.st_size, st.st_dev,
+				      st.st_ino};
 	return 0;
 }
 
@@ -238,22 +252,21 @@ int pts_image_add_raw(struct pts_image *img, uint64_t cr3, const char *path,
 {
 	if (!img || !path)
 		return -PTS_ERR_INVALID;
-	void *p;
-	size_t len;
-	int err = pts_file_map(path, &p, &len);
+	struct pts_mapped_file m;
+	int err = pts_file_map(path, &m);
 	if (err)
 		return err;
 	if (!to)
-		to = len;
-	if (from >= to || to > len || addr + (to - from) < addr) {
-		munmap(p, len);
+		to = m.len;
+	if (from >= to || to > m.len || addr + (to - from) < addr) {
+		munmap(m.ptr, m.len);
 		return -PTS_ERR_INVALID;
 	}
-	err = pts_image_keep_mmap(img, p, len);
+	err = pts_image_keep_mmap(img, &m);
 	if (err)
 		return err;
-	return pts_image_map(img, cr3, (const uint8_t *)p + from, to - from,
-			     addr);
+	return pts_image_map(img, cr3, (const uint8_t *)m.ptr + from,
+			     to - from, addr);
 }
 
 int pts_image_add_mem(struct pts_image *img, uint64_t cr3, const void *bytes,
@@ -265,7 +278,7 @@ int pts_image_add_mem(struct pts_image *img, uint64_t cr3, const void *bytes,
 	if (!copy)
 		return -PTS_ERR_NOMEM;
 	memcpy(copy, bytes, size);
-	int err = keep_blob(img, copy, size, false);
+	int err = keep_blob(img, (struct blob){copy, size, false, 0, 0});
 	if (err) {
 		free(copy);
 		return err;
@@ -348,8 +361,7 @@ static const char *keep_name(struct pts_image *img, const char *name)
 }
 
 int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
-			 const char *name, uint64_t addr, uint64_t size,
-			 bool function)
+			 const struct pts_symbol *sym, bool function)
 {
 	struct pts_space *s = space_get(img, cr3);
 	if (!s)
@@ -361,12 +373,13 @@ int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
 			   sizeof(*s->fns));
 	if (err)
 		return err;
-	const char *kept = keep_name(img, name);
-	if (!kept)
+	struct pts_symbol kept = *sym;
+	kept.name = keep_name(img, sym->name);
+	if (!kept.name)
 		return -PTS_ERR_NOMEM;
-	s->syms[s->nsyms++] = (struct pts_symbol){addr, size, kept};
+	s->syms[s->nsyms++] = kept;
 	if (function)
-		s->fns[s->nfns++] = (struct pts_symbol){addr, size, kept};
+		s->fns[s->nfns++] = kept;
 	return 0;
 }
 
@@ -442,13 +455,20 @@ const struct pts_symbol *pts_image_symbol_at(const struct pts_image *img,
 	return sym;
 }
 
+/* The symbol @name: its default version when it has several. */
 static const struct pts_symbol *sym_named(const struct pts_space *s,
 					  const char *name)
 {
-	for (size_t i = 0; s && i < s->nsyms; i++)
-		if (strcmp(s->syms[i].name, name) == 0)
-			return &s->syms[i];
-	return NULL;
+	const struct pts_symbol *older = NULL;
+	for (size_t i = 0; s && i < s->nsyms; i++) {
+		const struct pts_symbol *sym = &s->syms[i];
+		if (strcmp(sym->name, name) != 0)
+			continue;
+		if (!sym->older_version)
+			return sym;
+		older = older ? older : sym;
+	}
+	return older;
 }
 
 const struct pts_symbol *pts_image_symbol_find(const struct pts_image *img,

@@ -24,9 +24,25 @@ static bool is_code_label(Elf *elf, const GElf_Sym *sym)
 	return scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR);
 }
 
-/* Loads the function symbols and code labels of one symbol table section. */
+/* The bit of a .gnu.version entry that hides the version from binding
+ * by name (the GNU symbol versioning spec). */
+#define VERSYM_HIDDEN_BIT 0x8000
+
+/* Whether symbol @i of .dynsym is an older version of its name: its
+ * .gnu.version entry (@versym, NULL when there is none) has the hidden
+ * bit. */
+static bool older_version(Elf_Data *versym, size_t i)
+{
+	GElf_Versym v;
+	return versym && gelf_getversym(versym, (int)i, &v) &&
+	       (v & VERSYM_HIDDEN_BIT);
+}
+
+/* Loads the function symbols and code labels of one symbol table section
+ * (@versym: the versions of .dynsym's, else NULL). */
 static int load_symtab(struct pts_image *img, uint64_t cr3, Elf *elf,
-		       Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias)
+		       Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias,
+		       Elf_Data *versym)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	if (!data || !sh->sh_entsize)
@@ -44,9 +60,10 @@ static int load_symtab(struct pts_image *img, uint64_t cr3, Elf *elf,
 		const char *name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		int err = pts_image_add_symbol(img, cr3, name,
-					       sym.st_value + bias, sym.st_size,
-					       function);
+		const struct pts_symbol add = {sym.st_value + bias,
+					       sym.st_size, name,
+					       older_version(versym, i)};
+		int err = pts_image_add_symbol(img, cr3, &add, function);
 		if (err)
 			return err;
 	}
@@ -58,7 +75,7 @@ static int load_symtab(struct pts_image *img, uint64_t cr3, Elf *elf,
 static int load_symbols(struct pts_image *img, uint64_t cr3, Elf *elf,
 			uint64_t bias)
 {
-	Elf_Scn *dynsym = NULL, *symtab = NULL;
+	Elf_Scn *dynsym = NULL, *symtab = NULL, *versym = NULL;
 	GElf_Shdr dsh, ssh;
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn;
 	     scn = elf_nextscn(elf, scn)) {
@@ -71,13 +88,16 @@ static int load_symbols(struct pts_image *img, uint64_t cr3, Elf *elf,
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			dynsym = scn;
 			dsh = sh;
+		} else if (sh.sh_type == SHT_GNU_versym) {
+			versym = scn;
 		}
 	}
 	int err = 0;
 	if (symtab)
-		err = load_symtab(img, cr3, elf, symtab, &ssh, bias);
+		err = load_symtab(img, cr3, elf, symtab, &ssh, bias, NULL);
 	else if (dynsym)
-		err = load_symtab(img, cr3, elf, dynsym, &dsh, bias);
+		err = load_symtab(img, cr3, elf, dynsym, &dsh, bias,
+				  versym ? elf_getdata(versym, NULL) : NULL);
 	pts_image_sort_symbols(img, cr3);
 	return err;
 }
@@ -130,6 +150,19 @@ static int compute_bias(Elf *elf, uint64_t base, uint64_t *bias)
 	}
 	if (low == UINT64_MAX)
 		return -PTS_ERR_BAD_FORMAT;
+	/* Every segment must fit below the top of the address space at
+	 * @base too: a base that wraps one around to low addresses is the
+	 * caller's mistake (one that does not fit at its link address is
+	 * the file's, map_segments() says). */
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    !ph.p_filesz || ph.p_vaddr + ph.p_filesz <= ph.p_vaddr)
+			continue;
+		const uint64_t addr = base + (ph.p_vaddr - low);
+		if (addr < base || addr + ph.p_filesz <= addr)
+			return -PTS_ERR_INVALID;
+	}
 	*bias = base - low;
 	return 0;
 }
@@ -139,21 +172,22 @@ int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
 {
 	if (!img || !path)
 		return -PTS_ERR_INVALID;
-	void *p;
-	size_t len;
-	int err = pts_file_map(path, &p, &len);
+	struct pts_mapped_file m;
+	int err = pts_file_map(path, &m);
 	if (err)
 		return err == -PTS_ERR_INVALID ? -PTS_ERR_BAD_FORMAT : err;
+	const size_t len = m.len;
+	const uint8_t *const p = m.ptr;
 	if (len < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG) != 0) {
-		munmap(p, len);
+		munmap(m.ptr, len);
 		return -PTS_ERR_BAD_FORMAT;
 	}
 	/* From here the image set owns the mapping, whatever happens. */
-	err = pts_image_keep_mmap(img, p, len);
+	err = pts_image_keep_mmap(img, &m);
 	if (err)
 		return err;
 	elf_version(EV_CURRENT);
-	Elf *elf = elf_memory(p, len);
+	Elf *elf = elf_memory(m.ptr, len);
 	if (!elf)
 		return -PTS_ERR_BAD_FORMAT;
 	uint64_t bias;
@@ -228,15 +262,14 @@ int pts_elf_code_at(const char *spec, uint64_t addr)
 	char *path = split_elf_spec(spec, &base);
 	if (!path)
 		return -PTS_ERR_NOMEM;
-	void *p;
-	size_t len;
-	int err = pts_file_map(path, &p, &len);
+	struct pts_mapped_file m;
+	int err = pts_file_map(path, &m);
 	free(path);
 	if (err)
 		return err == -PTS_ERR_INVALID ? -PTS_ERR_BAD_FORMAT : err;
 	elf_version(EV_CURRENT);
-	Elf *elf = len >= EI_NIDENT && memcmp(p, ELFMAG, SELFMAG) == 0
-			   ? elf_memory(p, len)
+	Elf *elf = m.len >= EI_NIDENT && memcmp(m.ptr, ELFMAG, SELFMAG) == 0
+			   ? elf_memory(m.ptr, m.len)
 			   : NULL;
 	uint64_t bias;
 	err = !elf ? -PTS_ERR_BAD_FORMAT : compute_bias(elf, base, &bias);
@@ -244,7 +277,7 @@ int pts_elf_code_at(const char *spec, uint64_t addr)
 		err = exec_segment_at(elf, bias, addr);
 	if (elf)
 		elf_end(elf);
-	munmap(p, len);
+	munmap(m.ptr, m.len);
 	return err;
 }
 

@@ -34,12 +34,11 @@ const struct pts_mapping *pts_space_lookup(const struct pts_space *space,
 const struct pts_space *pts_image_space(const struct pts_image *img,
 					uint64_t cr3);
 
-/* Adds symbol @name at @addr to space @cr3 (the name is copied); a
+/* Adds symbol @sym to space @cr3 (its name is copied); a
  * @function symbol is also a function entry (pts_image_functions()), a code
  * label is not. Call pts_image_sort_symbols() when a batch is complete. */
 int pts_image_add_symbol(struct pts_image *img, uint64_t cr3,
-			 const char *name, uint64_t addr, uint64_t size,
-			 bool function);
+			 const struct pts_symbol *sym, bool function);
 /* Sorts and deduplicates the symbols and function entries of space @cr3. */
 void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3);
 
@@ -47,13 +46,22 @@ void pts_image_sort_symbols(struct pts_image *img, uint64_t cr3);
 int pts_image_map(struct pts_image *img, uint64_t cr3, const uint8_t *data,
 		  uint64_t size, uint64_t addr);
 
-/* Hands a file mapping (munmap'd at free) to the image set. */
-int pts_image_keep_mmap(struct pts_image *img, void *ptr, size_t len);
+/* A whole file mapped privately, and which file it is. */
+struct pts_mapped_file {
+	void *ptr;
+	size_t len;
+	uint64_t dev, ino;
+};
 
-/* Maps the whole file @path privately; sets *@ptr and *@len. On
- * -PTS_ERR_IO errno says why (EISDIR for a directory, ENODEV for any
- * other file that is not a regular one). */
-int pts_file_map(const char *path, void **ptr, size_t *len);
+/* Hands a file mapping (munmap'd at free) to the image set, which then
+ * knows it reads that file (pts_image_reads_file()). */
+int pts_image_keep_mmap(struct pts_image *img,
+			const struct pts_mapped_file *m);
+
+/* Maps the whole file @path privately into *@m. On -PTS_ERR_IO errno
+ * says why (EISDIR for a directory, ENODEV for any other file that is
+ * not a regular one). */
+int pts_file_map(const char *path, struct pts_mapped_file *m);
 
 /* ------------------------------------------------------------------------ */
 /* Block cache (block.c).                                                    */

@@ -365,6 +365,28 @@ const struct pts_perf_summary *pts_perf_summary(const struct pts_perf *perf)
 	return &perf->sum;
 }
 
+int pts_perf_cpu(const struct pts_perf *perf, struct pts_cpu *cpu)
+{
+	static const char vendor[] = "GenuineIntel,";
+	const struct pts_perf_str *id = &perf->sum.cpuid;
+	char text[64];
+	memset(cpu, 0, sizeof(*cpu));
+	if (id->len <= sizeof(vendor) - 1 || id->len >= sizeof(text) ||
+	    memcmp(id->ptr, vendor, sizeof(vendor) - 1) != 0)
+		return -PTS_ERR_INVALID;
+	/* "6,78,3" is pts_cpu_parse()'s "6/78/3" */
+	size_t n = id->len - (sizeof(vendor) - 1);
+	memcpy(text, id->ptr + sizeof(vendor) - 1, n);
+	text[n] = '\0';
+	for (char *c = strchr(text, ','); c; c = strchr(c, ','))
+		*c = '/';
+	if (pts_cpu_parse(text, cpu) < 0) {
+		memset(cpu, 0, sizeof(*cpu));
+		return -PTS_ERR_INVALID;
+	}
+	return 0;
+}
+
 uint32_t pts_perf_attr_count(const struct pts_perf *perf)
 {
 	return perf->nr_attrs;

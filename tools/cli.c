@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 __attribute__((format(printf, 2, 0))) static void
@@ -85,8 +86,10 @@ int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
 
 const char *pts_cli_errstr(int err)
 {
-	return err == -PTS_ERR_IO && errno ? strerror(errno)
-					   : pts_strerror(err);
+	if (err != -PTS_ERR_IO || !errno)
+		return pts_strerror(err);
+	/* what the mappers set for a device, pipe or socket */
+	return errno == ENODEV ? "not a regular file" : strerror(errno);
 }
 
 int pts_cli_parse_choice(const char *cmd, const char *opt, const char *arg,
@@ -211,6 +214,14 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 	}
 }
 
+int pts_cli_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return !strcmp(a, b) ||
+	       (stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+		sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+}
+
 const char *pts_cli_image_errstr(int raw, int err)
 {
 	if (raw && err == -PTS_ERR_INVALID)
@@ -219,6 +230,9 @@ const char *pts_cli_image_errstr(int raw, int err)
 	if (!raw && err == -PTS_ERR_BAD_FORMAT)
 		return "not an ELF file, or a damaged one, or one with no "
 		       "loadable segment";
+	if (!raw && err == -PTS_ERR_INVALID)
+		return "at that BASE a segment runs past the top of the "
+		       "address space";
 	return pts_cli_errstr(err);
 }
 

@@ -52,6 +52,10 @@ int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
 void pts_cli_config_error(const char *cmd, const char *path, int line,
 			  int err);
 
+/* Whether @a and @b name one file: the same path, or one existing file
+ * under two names. */
+int pts_cli_same_file(const char *a, const char *b);
+
 /* pts_cli_errstr() for the argument of --elf (@raw 0) or --raw (@raw 1):
  * for a --raw that does not parse or maps no bytes, the form it takes. */
 const char *pts_cli_image_errstr(int raw, int err);

@@ -38,7 +38,8 @@ static void help(void)
 	      "  --topa FILE            the trace is a ToPA buffer set (a\n"
 	      "                         description file, see `topa`)\n"
 	      "  --bitmap OUT           write the edge bitmap (one byte per\n"
-	      "                         slot, saturating at 255)\n"
+	      "                         slot, saturating at 255); not over\n"
+	      "                         one of the input files\n"
 	      "  --bitmap-size N[K|M]   bitmap bytes, a power of two from\n"
 	      "                         64 (default 64K)\n"
 	      "  --edges                print `SRC->DST` (hex) per executed\n"
@@ -300,6 +301,14 @@ int pts_cmd_cov_input(int argc, char **argv, struct pts_trace_input *given)
 			 : pts_trace_input_open(cmd, trace, &opened) < 0
 				 ? PTS_EXIT_USAGE
 				 : 0;
+	/* Writing the bitmap over an input destroys it (the run itself
+	 * would end well): refuse before decoding. */
+	if (status == 0 && c.bitmap_path &&
+	    (pts_trace_input_reads_file(in, c.bitmap_path) ||
+	     pts_image_opts_reads_file(&io, c.bitmap_path)))
+		status = pts_cli_usage_error(cmd, "--bitmap %s is one of the "
+						  "input files",
+					     c.bitmap_path);
 	if (status == 0) {
 		pts_image_opts_note_empty(cmd, &io);
 		status = run(&c, io.img, &io, in);

@@ -230,6 +230,10 @@ int pts_cmd_flow_input(int argc, char **argv, struct pts_trace_input *given)
 			break;
 		}
 	}
+	/* as `perf flow` refuses it: jsonl and blocks give no disassembly */
+	if (status == PTS_EXIT_OK && o.no_inst && o.format != FMT_PTXED)
+		status = pts_cli_usage_error(cmd, "--no-inst applies to flow's "
+						  "default format only");
 	const char *trace = NULL;
 	if (status == PTS_EXIT_OK)
 		status = given ? pts_cli_no_operand(cmd, argc, argv, optind)

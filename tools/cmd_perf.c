@@ -78,7 +78,8 @@ static void help(void)
 	      "      --tid=N        only thread N (queues of N; in per-cpu\n"
 	      "                     queues the stretches where N runs;\n"
 	      "                     exit 2 when N has no line there; -q\n"
-	      "                     counts per-cpu queues whole)\n"
+	      "                     counts per-cpu queues whole; windows:\n"
+	      "                     per-thread queues only)\n"
 	      "  -f, --format=FMT   dump: ptdump (default) or jsonl; flow: ptxed\n"
 	      "                     (default), jsonl or perf; windows: text\n"
 	      "                     (default) or jsonl\n"
@@ -452,7 +453,8 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 	w->print = print;
 	w->tid = w->q->tid;
 	w->comm = pts_perf_comm_of(pc->perf, w->tid);
-	w->drain.dec = pts_pkt_decoder_new(NULL);
+	const struct pts_pkt_config config = {.cpu = pc->machine};
+	w->drain.dec = pts_pkt_decoder_new(&config);
 	if (!w->drain.dec)
 		return -PTS_ERR_NOMEM;
 	w->drain.on_packets = emit_packets;
@@ -823,6 +825,7 @@ int pts_cmd_perf(int argc, char **argv)
 		return status;
 	}
 	pts_perf_time_conv(pc.perf, &pc.tc);
+	pts_perf_cpu(pc.perf, &pc.machine);
 	if (pts_out_init(&pc.out, stdout, 1 << 20) < 0) {
 		pts_cli_error(cmd, "out of memory");
 		pts_perf_close(pc.perf);

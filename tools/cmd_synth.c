@@ -4,6 +4,7 @@
  * subcommands read with --config (formats: fixtures/FORMATS.md). */
 #include "cli.h"
 #include "commands.h"
+#include "flow_run.h"
 #include "perf_synth.h"
 #include "synth/synth_run.h"
 #include "synth/topa_out.h"
@@ -256,15 +257,6 @@ static int rate(const char *opt, const char *arg, uint32_t *v)
 	return 0;
 }
 
-/* Whether @a and @b name one file: the same path, or one existing file
- * under two names. */
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	return !strcmp(a, b) || (stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-				 sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
-}
-
 /* No output may be the program being read (synth maps it: writing it
  * would crash the run and destroy the file) or another output. Checked
  * before anything is opened. */
@@ -289,12 +281,13 @@ static int check_paths(const struct synth_cli *c)
 			return pts_cli_usage_error(
 				cmd, "%s -: synth writes files; give a path",
 				outs[i].opt);
-		if (same_file(outs[i].path, elf))
+		if (pts_cli_same_file(outs[i].path, elf))
 			return pts_cli_usage_error(
 				cmd, "%s %s is the program being read",
 				outs[i].opt, outs[i].path);
 		for (size_t j = 0; j < i; j++)
-			if (outs[j].path && same_file(outs[j].path, outs[i].path))
+			if (outs[j].path &&
+			    pts_cli_same_file(outs[j].path, outs[i].path))
 				return pts_cli_usage_error(
 					cmd, "%s and %s name the same file (%s)",
 					outs[j].opt, outs[i].opt, outs[i].path);
@@ -574,11 +567,12 @@ int pts_cmd_synth(int argc, char **argv)
 
 	if (c.walk) {
 		img = pts_image_new();
-		if (!img || (err = pts_image_add_elf_spec(img, 0, c.walk)) < 0) {
-			pts_cli_error(cmd, "%s: %s", c.walk,
-				      img ? pts_cli_errstr(err) : "no memory");
+		if (!img) {
+			pts_cli_error(cmd, "out of memory");
 			goto done;
 		}
+		if (pts_cli_add_image(cmd, "--walk", img, c.walk) < 0)
+			goto done;
 	}
 	for (unsigned i = 0; i < c.n_ranges; i++) {
 		if (parse_range(img, c.ranges[i], &c.o.addr_a[i],

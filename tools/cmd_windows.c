@@ -187,7 +187,10 @@ static int apply_option(struct windows *w, int c, const char *arg)
 						   c == 'F' ? "--filter"
 							    : "--stop-range",
 						   err == -PTS_ERR_BAD_CONFIG
-							   ? "more than 4 ranges"
+							   ? "more than 4 ranges "
+							     "(--filter and "
+							     "--stop-range "
+							     "share ADDR0-3)"
 							   : "expected A-B");
 		return 0;
 	}
@@ -265,16 +268,10 @@ static struct pts_image *images(struct windows *w)
 static int add_image(struct windows *w, int c, const char *arg)
 {
 	struct pts_image *img = images(w);
-	int err;
 
-	if (!img)
+	if (!img || pts_cli_add_image(cmd, c == 'L' ? "--elf" : "--raw", img,
+				      arg) < 0)
 		return PTS_EXIT_USAGE;
-	err = c == 'L' ? pts_image_add_elf_spec(img, 0, arg)
-		       : pts_image_add_raw_spec(img, 0, arg);
-	if (err < 0)
-		return pts_cli_usage_error(cmd, "%s %s: %s",
-					   c == 'L' ? "--elf" : "--raw", arg,
-					   pts_cli_image_errstr(c != 'L', err));
 	return 0;
 }
 

@@ -6,9 +6,11 @@
 
 #include <ptscope/model.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int pts_trace_input_open(const char *cmd, const char *path,
 			 struct pts_trace_input *in)
@@ -16,6 +18,7 @@ int pts_trace_input_open(const char *cmd, const char *path,
 	memset(in, 0, sizeof(*in));
 	if (pts_cli_open_trace(cmd, path, &in->src) < 0)
 		return -1;
+	in->path = strcmp(path, "-") ? path : NULL;
 	pts_progress_start(&in->progress, stderr, cmd,
 			   pts_progress_file_size(path), pts_cli_now());
 	return 0;
@@ -63,6 +66,13 @@ void pts_trace_input_topa(struct pts_trace_input *in, struct pts_topa *topa)
 	in->topa = topa;
 	pts_topa_rewind(topa);
 	start_topa_progress("topa", in);
+}
+
+int pts_trace_input_reads_file(const struct pts_trace_input *in,
+			       const char *path)
+{
+	return (in->path && pts_cli_same_file(in->path, path)) ||
+	       pts_topa_reads_file(in->topa, path);
 }
 
 int pts_trace_input_next(struct pts_trace_input *in, struct pts_input *chunk)
@@ -153,23 +163,54 @@ void pts_image_opts_flow_config(const struct pts_image_opts *o,
 	memcpy(fc->addr_cfg, o->addr_cfg, sizeof(fc->addr_cfg));
 }
 
+/* Whether the --elf @spec that named no file is an existing FILE with a
+ * BASE after its last ':' that is no number ("FILE:zz", "FILE:"): the
+ * spec then read as one path, and "no such file" would mislead. */
+static int elf_base_unread(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	char file[4096];
+	struct stat st;
+	if (errno != ENOENT || !colon ||
+	    (size_t)(colon - spec) >= sizeof(file))
+		return 0;
+	memcpy(file, spec, (size_t)(colon - spec));
+	file[colon - spec] = '\0';
+	return stat(file, &st) == 0;
+}
+
+int pts_cli_add_image(const char *cmd, const char *opt,
+		      struct pts_image *img, const char *arg)
+{
+	const int raw = !strcmp(opt, "--raw");
+	const int err = raw ? pts_image_add_raw_spec(img, 0, arg)
+			    : pts_image_add_elf_spec(img, 0, arg);
+	if (err == -PTS_ERR_IO && !raw && elf_base_unread(arg))
+		pts_cli_error(cmd, "%s %s: the BASE after the last ':' is "
+				   "not a number (FILE[:BASE])",
+			      opt, arg);
+	else if (err < 0)
+		pts_cli_error(cmd, "%s %s: %s", opt, arg,
+			      pts_cli_image_errstr(raw, err));
+	return err < 0 ? -1 : 0;
+}
+
 int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 			 const char *arg)
 {
-	int err;
 	switch (opt) {
 	case 'e':
 	case 'r':
-		err = opt == 'e' ? pts_image_add_elf_spec(o->img, 0, arg)
-				 : pts_image_add_raw_spec(o->img, 0, arg);
-		if (err < 0) {
-			pts_cli_error(cmd, "%s %s: %s",
-				      opt == 'e' ? "--elf" : "--raw", arg,
-				      pts_cli_image_errstr(opt == 'r', err));
-			return PTS_EXIT_USAGE;
-		}
-		return 0;
+		return pts_cli_add_image(cmd, opt == 'r' ? "--raw" : "--elf",
+					 o->img, arg) < 0
+			       ? PTS_EXIT_USAGE
+			       : 0;
 	case 'c':
+		if (o->nconfigs == PTS_IMAGE_OPTS_MAX_CONFIGS)
+			return pts_cli_usage_error(cmd, "at most %d --config "
+							"files",
+						   PTS_IMAGE_OPTS_MAX_CONFIGS);
+		o->configs[o->nconfigs++] = arg;
 		return load_config(cmd, arg, o) < 0 ? PTS_EXIT_USAGE : 0;
 	case 'C':
 		if (pts_cli_parse_cpu(cmd, arg, &o->cpu))
@@ -179,6 +220,15 @@ int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 	default:
 		return 1;
 	}
+}
+
+int pts_image_opts_reads_file(const struct pts_image_opts *o,
+			      const char *path)
+{
+	for (int i = 0; i < o->nconfigs; i++)
+		if (pts_cli_same_file(o->configs[i], path))
+			return 1;
+	return pts_image_reads_file(o->img, path);
 }
 
 void pts_image_opts_note_empty(const char *cmd,

@@ -24,8 +24,14 @@ struct pts_trace_input {
 	 * buffer"); a cut packet there is truncation, not a decode error.
 	 * NULL for a file, where it is an error. */
 	const char *cut_by;
+	const char *path; /* the trace file; NULL for standard input, ToPA */
 	struct pts_progress progress; /* ends with the input */
 };
+
+/* Whether @in reads the file @path: the trace, or a file of the ToPA
+ * buffers or their description. */
+int pts_trace_input_reads_file(const struct pts_trace_input *in,
+			       const char *path);
 
 /* Adds the image of configuration @cfg_path that @s describes to @img;
  * on failure says why, naming the file and its line, and returns -1. */
@@ -54,10 +60,15 @@ void pts_trace_input_close(struct pts_trace_input *in);
 		{"config", required_argument, NULL, 'c'},                     \
 		{"cpu", required_argument, NULL, 'C'}
 
+#define PTS_IMAGE_OPTS_MAX_CONFIGS 16
+
 struct pts_image_opts {
 	struct pts_image *img; /* filled */
 	struct pts_cpu cpu;    /* --cpu, else the configuration's */
 	int have_cpu;
+	/* The --config files read (pts_image_opts_reads_file()). */
+	const char *configs[PTS_IMAGE_OPTS_MAX_CONFIGS];
+	int nconfigs;
 	/* The configuration's IP filter ranges (ADDRn_A/B and ADDRn_CFG from
 	 * RTIT_CTL): the SKL014 workaround needs them. */
 	uint64_t addr_a[4], addr_b[4];
@@ -69,11 +80,22 @@ struct pts_image_opts {
 void pts_image_opts_flow_config(const struct pts_image_opts *o,
 				struct pts_flow_config *fc);
 
+/* Option @opt's image @arg into the default space of @img: "--raw"
+ * FILE[:FROM[-TO]]:ADDR, any other (--elf, synth's --walk) FILE[:BASE].
+ * Returns 0, or -1 after saying why. */
+int pts_cli_add_image(const char *cmd, const char *opt,
+		      struct pts_image *img, const char *arg);
+
 /* Applies image option @opt ('e', 'r', 'c' or 'C') with @arg. Returns 1
  * when @opt is not one of them, 0 when applied, or PTS_EXIT_USAGE after a
  * message. */
 int pts_image_opts_apply(const char *cmd, struct pts_image_opts *o, int opt,
 			 const char *arg);
+
+/* Whether the options read the file @path: a --config file, or code an
+ * image maps. */
+int pts_image_opts_reads_file(const struct pts_image_opts *o,
+			      const char *path);
 
 /* Before decoding: a note on standard error when the options gave no code
  * at all, the likely reason why every instruction will be an error. */

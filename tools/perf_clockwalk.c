@@ -541,7 +541,8 @@ int pts_clockwalk_init(struct clock_walk *c, struct perf_cmd *pc, uint32_t qi)
 	c->pc = pc;
 	c->qi = qi;
 	c->nr_buffers = pts_perf_queue_get(pc->perf, qi)->nr_buffers;
-	c->dec = pts_pkt_decoder_new(NULL);
+	const struct pts_pkt_config config = {.cpu = pc->machine};
+	c->dec = pts_pkt_decoder_new(&config);
 	if (!c->dec)
 		return -PTS_ERR_NOMEM;
 	pts_perf_clock_init(&c->clock, pc->perf);

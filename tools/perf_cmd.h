@@ -43,6 +43,7 @@ struct perf_cmd {
 	enum { ORDER_DEFAULT, ORDER_TIME, ORDER_QUEUE } order_by;
 
 	struct pts_perf *perf;
+	struct pts_cpu machine; /* the recording CPU: its errata */
 	struct pts_perf_time_conv tc;
 	struct pts_out out;
 	/* Output in time order (perf_order.h): set while the queues run
@@ -118,7 +119,8 @@ int pts_perfcmd_open(const char *who, const char *path,
 struct pts_trace_config;
 /* The configuration perf recorded into @tc (perf_windows.c): attr.config
  * maps onto RTIT_CTL bit for bit, AUXTRACE_INFO gives the CPUID 0x15 ratio
- * and the nominal ratio. Also used by `ptscope windows` on a perf.data. */
+ * and the nominal ratio, the CPUID feature the CPU (errata). Also used by
+ * `ptscope windows` on a perf.data. */
 void pts_perfcmd_trace_config(const struct pts_perf *perf,
 			      struct pts_trace_config *tc);
 

@@ -24,6 +24,7 @@ static const char cmd[] = "perf flow";
 #define PIP_SIZE 8 /* what pts_perfprocs_pip() writes */
 #define NEED_CACHE_BITS 12 /* 4096 runs whose last instruction is known */
 #define NEED_CACHE (1u << NEED_CACHE_BITS)
+#define HELD_MAX 16 /* events that open a stretch, waiting for its time */
 
 /* What the last instruction of a run needs, by run id (direct-mapped). */
 struct need_slot {
@@ -42,7 +43,10 @@ struct queue_flow {
 	struct pts_flow *flow;
 	struct clock_walk clock;
 	int timed;
-	uint64_t time; /* perf ns of the current record (timed) */
+	/* perf ns of the current record (timed and @time_known: perf's
+	 * clock had a TSC by then) */
+	uint64_t time;
+	int time_known;
 	/* INSNS: perf ns of the instructions before @split (@time: the
 	 * others) and of the last one */
 	uint64_t time_head, time_last;
@@ -60,6 +64,14 @@ struct queue_flow {
 	uint64_t *fed_at;
 	uint32_t nfed;
 	uint64_t shift; /* bytes inserted so far */
+	/* The events that open a stretch (enabled and the state around it)
+	 * take the time and thread of the record after them: perf's clock
+	 * and the switch sideband only place the stretch from there (they
+	 * took the previous stretch's, or none). @opening: from the start
+	 * of a walker, and from an enable, until that record. */
+	struct pts_flow_rec held[HELD_MAX];
+	uint32_t nheld;
+	int opening;
 };
 
 /* The number of PIPs inserted before walker offset @w. */
@@ -153,6 +165,9 @@ static void locate(struct queue_flow *f, const struct pts_flow_rec *r)
 		t.head = t.body = t.last = pts_clockwalk_event(&f->clock, async);
 	}
 	const struct pts_perf_time_conv *tc = &f->pc->tc;
+	/* no TSC yet: jsonl says null (it printed the conversion of 0, a
+	 * time before time_zero) */
+	f->time_known = t.body != 0;
 	f->time = pts_perf_tsc_to_time(tc, t.body);
 	f->time_head = t.head == t.body ? f->time : pts_perf_tsc_to_time(tc, t.head);
 	f->time_last = t.last == t.body ? f->time : pts_perf_tsc_to_time(tc, t.last);
@@ -174,7 +189,7 @@ static size_t jsonl_fields(const struct queue_flow *f, char *p, size_t cap)
 	size_t len = (size_t)n;
 	len += pts_perfcmd_json_str(p + len, cap - len - 40, f->comm.ptr,
 				    f->comm.len);
-	if (f->timed)
+	if (f->timed && f->time_known)
 		n = snprintf(p + len, cap - len, "\",\"time\":%" PRIu64 ",",
 			     f->time);
 	else
@@ -234,13 +249,61 @@ static void print_jsonl_insns(struct queue_flow *f, struct pts_flow_printer *pr,
 	f->time = body;
 }
 
-static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
+/* Prints record @r, located: at the time and thread of @f. */
+static void print_rec(struct queue_flow *f, const struct pts_flow_rec *r)
 {
 	struct perf_cmd *pc = f->pc;
 	char fields[FIELDS_MAX];
 	struct pts_flow_printer pr = {&pc->out, f->flow,
 				      pc->format == FORMAT_JSONL,
 				      (uint8_t)pc->no_inst, fields, 0};
+	if (pc->quiet || (pc->tid >= 0 && f->tid != pc->tid))
+		return;
+	pc->tid_lines++;
+	pts_perfcmd_mark(pc, f->time);
+	if (pc->format == FORMAT_PERF) {
+		if (r->kind == PTS_FLOW_INSNS)
+			print_perf(f, r);
+		return; /* perf's i0ns prints instructions only */
+	}
+	if (pr.jsonl)
+		pr.fields_len = jsonl_fields(f, fields, sizeof(fields));
+	if (r->kind == PTS_FLOW_INSNS && pr.jsonl)
+		print_jsonl_insns(f, &pr, fields, r);
+	else if (r->kind == PTS_FLOW_INSNS)
+		pts_flow_print_insns(&pr, r);
+	else if (r->kind == PTS_FLOW_EVENT)
+		pts_flow_print_event(&pr, r);
+	else if (r->kind == PTS_FLOW_SKIP)
+		pts_flow_print_skip(&pr, r);
+	else
+		pts_flow_print_error(&pr, r);
+}
+
+/* Whether event @r waits for the record after it (see @held). */
+static int hold(struct queue_flow *f, const struct pts_flow_rec *r)
+{
+	if (!f->timed || r->kind != PTS_FLOW_EVENT ||
+	    r->type == PTS_EV_ASYNC_BRANCH || r->type == PTS_EV_ASYNC_DISABLED)
+		return 0;
+	f->opening |= r->type == PTS_EV_ENABLED;
+	if (!f->opening || f->nheld == HELD_MAX)
+		return 0;
+	f->held[f->nheld++] = *r;
+	return 1;
+}
+
+/* The events held, printed at the time and thread just located. */
+static void release(struct queue_flow *f)
+{
+	for (uint32_t i = 0; i < f->nheld; i++)
+		print_rec(f, &f->held[i]);
+	f->nheld = 0;
+	f->opening = 0;
+}
+
+static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
+{
 	for (int i = 0; i < n; i++) {
 		struct pts_flow_rec *r = &recs[i];
 		/* the inserted PIPs are ours: their events are not shown */
@@ -253,29 +316,12 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 		f->errors += r->kind == PTS_FLOW_ERROR;
 		f->events += r->kind == PTS_FLOW_EVENT;
 		f->skipped += r->kind == PTS_FLOW_SKIP ? r->arg - r->offset : 0;
+		if (hold(f, r))
+			continue;
 		/* --quiet still computes the times: what perf always does */
 		locate(f, r);
-		if (pc->quiet || (pc->tid >= 0 && f->tid != pc->tid))
-			continue;
-		pc->tid_lines++;
-		pts_perfcmd_mark(pc, f->time);
-		if (pc->format == FORMAT_PERF) {
-			if (r->kind == PTS_FLOW_INSNS)
-				print_perf(f, r);
-			continue; /* perf's i0ns prints instructions only */
-		}
-		if (pr.jsonl)
-			pr.fields_len = jsonl_fields(f, fields, sizeof(fields));
-		if (r->kind == PTS_FLOW_INSNS && pr.jsonl)
-			print_jsonl_insns(f, &pr, fields, r);
-		else if (r->kind == PTS_FLOW_INSNS)
-			pts_flow_print_insns(&pr, r);
-		else if (r->kind == PTS_FLOW_EVENT)
-			pts_flow_print_event(&pr, r);
-		else if (r->kind == PTS_FLOW_SKIP)
-			pts_flow_print_skip(&pr, r);
-		else
-			pts_flow_print_error(&pr, r);
+		release(f);
+		print_rec(f, r);
 	}
 }
 
@@ -284,6 +330,7 @@ static void print_batch(struct queue_flow *f, struct pts_flow_rec *recs, int n)
 static void print_break(struct queue_flow *f, uint64_t off, const char *why)
 {
 	struct perf_cmd *pc = f->pc;
+	release(f);
 	if (pc->quiet || pc->format == FORMAT_PERF)
 		return;
 	pts_perfcmd_mark(pc, f->time);
@@ -329,8 +376,10 @@ static int restart(struct queue_flow *f, uint64_t soff)
 {
 	struct pts_flow_config fc = {0};
 	fc.base_offset = soff + f->shift;
+	fc.cpu = f->pc->machine;
 	pts_flow_free(f->flow);
 	f->flow = pts_flow_new(&fc, f->img);
+	f->opening = 1;
 	return f->flow ? 0 : -PTS_ERR_NOMEM;
 }
 
@@ -421,6 +470,7 @@ static int walk(struct queue_flow *f, struct pts_flow_rec *recs)
 	}
 	if (rc == 0)
 		rc = pump(f, NULL, recs);
+	release(f); /* nothing after them: the last time known */
 	return rc;
 }
 

@@ -35,6 +35,7 @@ void pts_perfcmd_trace_config(const struct pts_perf *perf,
 {
 	struct pts_perf_pt_config pc;
 	struct pts_perf_pt_info info;
+	pts_perf_cpu(perf, &tc->cpu);
 	if (pts_perf_pt_config(perf, &pc) == 0) {
 		tc->ctl = pc.rtit_ctl;
 		tc->known |= PTS_CFG_CTL;
@@ -145,7 +146,8 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep,
 	uint32_t nl = pts_perf_queue_losses(pc->perf, qi, losses, MAX_LOSSES);
 	if (nl > MAX_LOSSES)
 		nl = MAX_LOSSES;
-	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(NULL);
+	const struct pts_pkt_config config = {.cpu = pc->machine};
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&config);
 	if (!dec)
 		return -PTS_ERR_NOMEM;
 	if (code->img && !(code->ev = pts_winev_new_at(rep, code->img, NULL, 0))) {
@@ -214,6 +216,22 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 			pts_config_fini(&cfg);
 			return pts_cli_usage_error(cmd, "bad enclave '%s'",
 						   pc->enclaves[i]);
+		}
+	}
+	/* A window is not one thread's: a per-cpu queue's windows run over
+	 * context switches, and no thread's share of one is reported. */
+	const uint32_t nq = pc->tid >= 0 ? pts_perf_queue_count(pc->perf) : 0;
+	for (uint32_t i = 0; i < nq; i++) {
+		const struct pts_perf_queue *q =
+			pts_perf_queue_get(pc->perf, i);
+		if (pts_perfcmd_queue_selected(pc, q) && q->cpu >= 0) {
+			pts_config_fini(&cfg);
+			return pts_cli_usage_error(
+				cmd, "--tid: queue %" PRIu32 " is CPU %" PRId32
+				     "'s, whose windows run over context "
+				     "switches; per-thread queues only (--cpu "
+				     "selects a CPU's)",
+				q->idx, q->cpu);
 		}
 	}
 	uint64_t violations = 0;

@@ -8,7 +8,8 @@
 #      buffer-size bytes when wrapped, the first ones after a STOP);
 #      `topa flow`, `topa cov` and `cov --topa` equal `flow` and `cov` on
 #      that linear trace; `topa windows` runs;
-#   3. `topa linear -o` refuses to write over one of its inputs.
+#   3. `topa linear -o` and `cov --bitmap` (plain, --topa, under `topa`)
+#      refuse to write over one of their inputs.
 set -eu
 ptscope=$1
 root=$2
@@ -157,6 +158,40 @@ for victim in "$t.r0.bin" "$t.t1.bin" "$t.desc" "$tmp/alias.bin"; do
 		{ echo "FAIL linear onto $victim: exit $status"; fail=1; }
 done
 [ $fail = 1 ] || echo "ok   linear onto its inputs refused"
+
+# `cov --bitmap` onto an input (the trace, the --config, the code it maps,
+# a ToPA region or description, by --topa or under `topa`) is refused as
+# well: it wrote the bitmap there and exited 0.
+# Copies only: a binary with the bug must not destroy the fixtures.
+cp "$plain/trace.pt" "$plain/trace.pt.kstub" "$fx/bin/enclave_demo" "$tmp/"
+sed "s|image elf 0x0 ../../bin/|image elf 0x0 |" "$plain/config.cfg" \
+	> "$tmp/config.cfg"
+ln "$tmp/trace.pt" "$tmp/trace-alias.pt"
+cov_onto() { # VICTIM ARGS...: cov ARGS --bitmap VICTIM is refused
+	victim=$1
+	shift
+	cp "$victim" "$tmp/before"
+	status=0
+	"$ptscope" "$@" --bitmap "$victim" 2> "$tmp/err" || status=$?
+	[ "$status" -eq 2 ] &&
+		grep -q "cov: --bitmap $victim is one of the input files" \
+			"$tmp/err" && cmp -s "$victim" "$tmp/before" ||
+		{ echo "FAIL cov --bitmap onto $victim: exit $status"; fail=1; }
+}
+for victim in "$tmp/trace.pt" "$tmp/config.cfg" "$tmp/enclave_demo" \
+	"$tmp/trace-alias.pt"; do
+	cov_onto "$victim" cov --config "$tmp/config.cfg" -q "$tmp/trace.pt"
+done
+cov_onto "$tmp/enclave_demo" cov --elf "$tmp/enclave_demo" -q \
+	"$tmp/trace.pt"
+for victim in "$t.r0.bin" "$t.desc"; do
+	cov_onto "$victim" cov --topa "$t.desc" -q
+	cov_onto "$victim" topa --desc "$t.desc" cov -q
+done
+"$ptscope" cov --config "$tmp/config.cfg" -q --bitmap "$tmp/bitmap" \
+	"$tmp/trace.pt" ||
+	{ echo "FAIL cov --bitmap to a new file"; fail=1; }
+[ $fail = 1 ] || echo "ok   cov --bitmap onto its inputs refused"
 
 # A message naming a long path holds all of it (it was cut at 320 bytes).
 long=$tmp/$(printf 'd%.0s' $(seq 1 150))/$(printf 'f%.0s' $(seq 1 150)).bin

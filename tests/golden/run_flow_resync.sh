@@ -91,7 +91,7 @@ status=0
 	fail "lead: first line '$(head -1 "$tmp/lead")'"
 tail -n +2 "$tmp/lead" | grep -v error | cmp -s - "$tmp/plain.flow" ||
 	fail "lead: the flow differs from the trace's without the bytes"
-"$ptscope" flow $k -f jsonl "$tmp/lead.pt" | head -1 |
+"$ptscope" flow --elf "$demo" -f jsonl "$tmp/lead.pt" | head -1 |
 	grep -qx '{"offset":0,"skipped":100,"end":100}' || fail "lead: jsonl"
 "$ptscope" flow $k -q --resync-on-error "$tmp/lead.pt" 2>&1 |
 	grep -qx "skipped: $((skipped + 100)) bytes" || fail "lead: --quiet"

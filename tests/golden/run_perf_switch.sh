@@ -13,6 +13,12 @@
 #    CPU 0's stretches: by default the lines of both queues come in time
 #    order (as perf script prints them); --order queue prints queue 0, then
 #    queue 1; `dump --order time` interleaves the packets by time too.
+# 3. The events that open a stretch ([enabled], [exec mode]) have the time
+#    and thread of its first instruction (they had the previous stretch's,
+#    or none: time order and --tid misplaced them); times never go back in
+#    `flow -f jsonl`; `--tid 100` prints procA's lines only. `windows
+#    --tid` on these per-cpu queues is refused (it printed every queue
+#    whole).
 # When Linux perf is installed, `perf script --itrace=i0ns` must print what
 # is expected here too.
 #
@@ -106,5 +112,51 @@ if ! sed -n 's/.*"queue":\([0-9]*\).*"time":\([0-9]*\),.*/\1 \2/p' \
 	fail=1
 else
 	echo "dump --order time: $(wc -l <"$tmp/dump.out") packets in time order"
+fi
+
+# jsonl fields "queue tid time kind" per line (kind: insn or the event)
+fields() {
+	head='^{"queue":\([0-9]*\),"cpu":[-0-9]*,"tid":\([-0-9]*\),'
+	time='.*"time":\([0-9a-z]*\),'
+	sed -n "s/$head$time.*\"size\".*/\\1 \\2 \\3 insn/p
+s/$head$time.*\"event\":\"\([a-z-]*\)\".*/\\1 \\2 \\3 \\4/p" "$1"
+}
+"$ptscope" perf flow -f jsonl "$tmp/two/perf.data" >"$tmp/flow.jsonl" \
+	2>/dev/null
+fields "$tmp/flow.jsonl" >"$tmp/flow.f"
+# every enabled: the queue's next instruction has its tid and time
+if ! awk '$4 == "enabled" { want[$1] = $2 " " $3; n++ }
+	$4 == "insn" && ($1 in want) {
+		if (want[$1] != $2 " " $3) bad = 1; delete want[$1] }
+	$3 !~ /^[0-9]+$/ || $3 < last { bad = 1 } { last = $3 }
+	END { exit bad || n < 5 }' "$tmp/flow.f"; then
+	echo "flow -f jsonl: an enable not at its stretch's time and thread," \
+		"or times going back:"
+	cat "$tmp/flow.f"
+	fail=1
+else
+	echo "flow -f jsonl: enables at their stretches' times and threads"
+fi
+"$ptscope" perf flow -f jsonl --tid 100 "$tmp/two/perf.data" \
+	>"$tmp/tid.jsonl" 2>/dev/null
+if grep -qv '^{"queue":0,"cpu":0,"tid":100,' "$tmp/tid.jsonl" ||
+	[ "$(grep -c '"event":"enabled"' "$tmp/tid.jsonl")" -ne 3 ]; then
+	echo "flow --tid 100: lines of another thread:"
+	cat "$tmp/tid.jsonl"
+	fail=1
+else
+	echo "flow --tid 100: procA's lines only"
+fi
+status=0
+"$ptscope" perf windows --tid 100 "$tmp/two/perf.data" >"$tmp/w.out" \
+	2>"$tmp/w.err" || status=$?
+if [ "$status" -ne 2 ] || [ -s "$tmp/w.out" ] ||
+	! grep -q "^ptscope perf windows: --tid: queue 0 is CPU 0's" \
+		"$tmp/w.err"; then
+	echo "windows --tid on per-cpu queues: exit $status, not refused:"
+	cat "$tmp/w.err"
+	fail=1
+else
+	echo "windows --tid on per-cpu queues: refused"
 fi
 exit $fail

@@ -44,6 +44,7 @@ struct expect_file {
 	uint32_t nr_queues;
 	struct expect_queue q[2];
 	uint64_t total_perf_packets;
+	struct pts_cpu machine; /* HEADER_CPUID (perf info's "cpu:") */
 };
 
 static const struct expect_file files[] = {
@@ -51,16 +52,16 @@ static const struct expect_file files[] = {
 	 6, 1789569706, 100, 2,
 	 {{0, 0, 3174, 12240, 9164, "echo"},
 	  {3, 3, 3174, 137728, 77467, "echo"}},
-	 86631},
+	 86631, {6, 78, 3}},
 	{"quipper-echo/perf.data.piped.intel_pt-4.14", 1, 185680, 667, 2, 552,
 	 8, 6, 1789569706, 100, 2,
 	 {{0, 0, 3587, 76400, 51442, "echo"},
 	  {3, 3, 3587, 68192, 35152, "echo"}},
-	 86594},
+	 86594, {6, 78, 3}},
 	{"hase-loopy/loopy-20180404T162955.perf", 0, 37756, 249, 1, 228, 7,
 	 6, 672770566, 266, 1,
 	 {{2, 2, 19233, 1392, 540, "loopy"}},
-	 540},
+	 540, {6, 94, 3}},
 };
 
 /* The perf time of the first TSC packet of buffer @b (0 when none). */
@@ -124,6 +125,11 @@ static void check_file(const char *dir, const struct expect_file *e)
 	CHECK_EQ(pt.tsc_ctc_d, 2);
 	CHECK(pts_perf_pt_attr(perf) != NULL);
 	CHECK_EQ(pts_perf_pt_attr(perf)->config, 0x300e601);
+	struct pts_cpu cpu;
+	CHECK_EQ(pts_perf_cpu(perf, &cpu), 0);
+	CHECK(cpu.family == e->machine.family &&
+	      cpu.model == e->machine.model &&
+	      cpu.stepping == e->machine.stepping);
 
 	CHECK_EQ(pts_perf_queue_count(perf), e->nr_queues);
 	uint64_t total = 0;
@@ -214,8 +220,9 @@ static void check_damaged(const char *dir, const struct expect_file *e)
 	free(all);
 }
 
-/* Runs @cmdline; its standard output must have a line holding @want. */
-static void check_output(const char *cmdline, const char *want)
+/* Runs @cmdline; it must exit with @status and its standard output must
+ * have a line holding @want. */
+static void check_output(const char *cmdline, const char *want, int status)
 {
 	char line[4096];
 	FILE *p = popen(cmdline, "r");
@@ -225,7 +232,7 @@ static void check_output(const char *cmdline, const char *want)
 	int found = 0;
 	while (fgets(line, sizeof(line), p))
 		found |= strstr(line, want) != NULL;
-	CHECK_EQ(pclose(p), 0);
+	CHECK_EQ(pclose(p), status << 8);
 	CHECK(found);
 	if (!found)
 		fprintf(stderr, "%s: no line with '%s'\n", cmdline, want);
@@ -241,14 +248,26 @@ static void check_cli(const char *ptscope, const char *dir,
 		 dir, e->path);
 	snprintf(want, sizeof(want), "(%llu as perf report -D counts them)",
 		 (unsigned long long)e->total_perf_packets);
-	check_output(cmdline, want);
+	check_output(cmdline, want, 0);
+	if (e->q[0].tid == 3174) {
+		/* Skylake's BDM70 (the CPU from HEADER_CPUID): the FUP in the
+		 * PSB+ before the first TIP.PGE is stray. flow met the code
+		 * first at the FUP's 0xffffffffb960d300 ("trace does not match
+		 * the code", no code being mapped); it starts at the PGE. */
+		snprintf(cmdline, sizeof(cmdline),
+			 "'%s' perf flow --cpu 0 '%s/%s' 2>/dev/null", ptscope,
+			 dir, e->path);
+		check_output(cmdline,
+			     "[60, ffffffffb960d302: error: no code mapped "
+			     "at address]", 1);
+	}
 	if (e->q[0].tid != 19233)
 		return;
 	snprintf(cmdline, sizeof(cmdline),
 		 "'%s' perf info --remap /home/joerg/git/angr/hase/tests/bin/"
 		 "loopy='%s/hase-loopy' '%s/%s'",
 		 ptscope, dir, dir, e->path);
-	check_output(cmdline, "maps:        5 (2 files found)");
+	check_output(cmdline, "maps:        5 (2 files found)", 0);
 }
 
 int main(int argc, char **argv)

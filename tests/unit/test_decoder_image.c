@@ -4,6 +4,7 @@
 
 #include "check.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <stdio.h>
@@ -237,12 +238,13 @@ static void test_elf_labels(void)
 	lbl = pts_image_symbol_at(img2, 0, 0x10000084);
 	CHECK(lbl && strcmp(lbl->name, "lbl") == 0);
 	pts_image_free(img2);
-	/* A base that puts a segment past the top of the address space: the
-	 * file does not fit there, a format error (was -PTS_ERR_INVALID, as
-	 * if the caller had passed a bad argument; fuzz_elf). */
+	/* A base that puts a segment past the top of the address space (it
+	 * fits at its link address): the caller's mistake, refused; nothing
+	 * maps. */
 	struct pts_image *img3 = pts_image_new();
 	CHECK_EQ(pts_image_add_elf(img3, 0, path, UINT64_C(0xfffffffffffffff0)),
-		 -PTS_ERR_BAD_FORMAT);
+		 -PTS_ERR_INVALID);
+	CHECK_EQ(pts_image_generation(img3), 0);
 	pts_image_free(img3);
 	pts_image_free(img);
 	unlink(path);
@@ -388,12 +390,65 @@ static void test_classify(void)
 	CHECK(strcmp(pts_exec_mode_name(PTS_EXEC_64), "64-bit") == 0);
 }
 
+/* fixtures/bin/enclave_demo has PT_LOADs at 0x400000 (0x3d8 bytes),
+ * 0x4013d8 and 0x500000 (0x181 bytes). At base 0xffffffffffff0000 the
+ * first fits but the last would wrap around to 0xf0000, where flow then
+ * decoded the enclave: refused, nothing mapped. At the highest base where
+ * all fit, all three map. */
+static void test_elf_base_wraps(void)
+{
+	const char *root = getenv("PTS_SOURCE_ROOT");
+	char elf[4096], spec[4200];
+	snprintf(elf, sizeof(elf), "%s/fixtures/bin/enclave_demo",
+		 root ? root : ".");
+	struct pts_image *img = pts_image_new();
+	CHECK_EQ(pts_image_add_elf(img, 0, elf, UINT64_C(0xffffffffffff0000)),
+		 -PTS_ERR_INVALID);
+	snprintf(spec, sizeof(spec), "%s:0xffffffffffff0000", elf);
+	CHECK_EQ(pts_image_add_elf_spec(img, 0, spec), -PTS_ERR_INVALID);
+	CHECK_EQ(pts_image_generation(img), 0);
+	const uint64_t fits = UINT64_C(0) - 0x100182;
+	CHECK_EQ(pts_image_add_elf(img, 0, elf, fits), 3);
+	const uint8_t *code;
+	CHECK_EQ(pts_image_read(img, 0, fits + 0x100000, &code), 0x181);
+	CHECK_EQ(pts_image_read(img, 0, 0xf0000, &code), -PTS_ERR_NOMAP);
+	pts_image_free(img);
+}
+
+/* libc's pthread_cond_signal has two versions in .dynsym: GLIBC_2.3.2,
+ * the default, and GLIBC_2.2.5 at a lower address. A lookup by name finds
+ * the one the dynamic linker binds (dlsym in this process, less libc's
+ * load base); it found the lowest-addressed one. The older one still
+ * names its code. */
+static void test_elf_symbol_versions(void)
+{
+	void *now = dlsym(RTLD_DEFAULT, "pthread_cond_signal");
+	void *old = dlvsym(RTLD_DEFAULT, "pthread_cond_signal", "GLIBC_2.2.5");
+	Dl_info libc;
+	CHECK(now && old && now != old && dladdr(now, &libc));
+	if (!now || !old || !dladdr(now, &libc))
+		return;
+	const uint64_t base = (uint64_t)(uintptr_t)libc.dli_fbase;
+	struct pts_image *img = pts_image_new();
+	CHECK(pts_image_add_elf(img, 0, libc.dli_fname, 0) > 0);
+	const struct pts_symbol *sym =
+		pts_image_symbol_find(img, 0, "pthread_cond_signal");
+	CHECK(sym && sym->addr == (uint64_t)(uintptr_t)now - base &&
+	      !sym->older_version);
+	sym = pts_image_symbol_at(img, 0, (uint64_t)(uintptr_t)old - base);
+	CHECK(sym && !strcmp(sym->name, "pthread_cond_signal") &&
+	      sym->older_version);
+	pts_image_free(img);
+}
+
 int main(void)
 {
 	test_mem();
 	test_raw();
 	test_elf();
 	test_elf_labels();
+	test_elf_base_wraps();
+	test_elf_symbol_versions();
 	test_elf_code_at();
 	test_classify();
 	return pts_check_exit();

@@ -14,6 +14,7 @@
 #ifndef PTSCOPE_DECODER_H
 #define PTSCOPE_DECODER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,10 @@ struct pts_symbol {
 	uint64_t addr;
 	uint64_t size; /* 0 when the symbol table does not say */
 	const char *name; /* owned by the image set */
+	/* An older version of @name (hidden in .gnu.version: the dynamic
+	 * linker binds the default one): a lookup by name finds it only
+	 * when there is no default one. */
+	bool older_version;
 };
 
 /* Allocates an empty image set. NULL on no memory. */
@@ -72,7 +77,8 @@ void pts_image_free(struct pts_image *img);
  * Returns -PTS_ERR_IO when the file cannot be opened or mapped (errno says
  * why; EISDIR for a directory, ENODEV for another non-regular file).
  * Returns -PTS_ERR_BAD_FORMAT when it is not an ELF file or has no PT_LOAD.
- * Returns -PTS_ERR_NOMEM, -PTS_ERR_INVALID (NULL arguments). */
+ * Returns -PTS_ERR_INVALID when @base puts a segment past the top of the
+ * address space (or for NULL arguments), -PTS_ERR_NOMEM. */
 int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
 		      uint64_t base);
 
@@ -86,6 +92,10 @@ int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
  * Returns -PTS_ERR_NOMEM. */
 int pts_image_add_raw(struct pts_image *img, uint64_t cr3, const char *path,
 		      uint64_t from, uint64_t to, uint64_t addr);
+
+/* Whether @img maps the file @path (the same file under any name): an
+ * output written there would destroy an input. */
+bool pts_image_reads_file(const struct pts_image *img, const char *path);
 
 /* Maps a copy of @size bytes at @bytes at @addr (tests, synthesized code,
  * sideband). Returns 0, -PTS_ERR_INVALID (empty, wraps, NULL) or

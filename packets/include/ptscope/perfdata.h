@@ -197,6 +197,12 @@ struct pts_perf_summary {
 /* The summary of @perf; valid until pts_perf_close(). */
 const struct pts_perf_summary *pts_perf_summary(const struct pts_perf *perf);
 
+/* The CPU that recorded @perf, from the CPUID feature perf writes
+ * ("GenuineIntel,FAMILY,MODEL,STEPPING"): its errata shape the trace
+ * (pts_cpu_errata()). Returns 0, or -PTS_ERR_INVALID (*@cpu zeroed: no
+ * errata) when the feature is absent or names no Intel CPU. */
+int pts_perf_cpu(const struct pts_perf *perf, struct pts_cpu *cpu);
+
 /* ------------------------------------------------------------------------ */
 /* Event attributes.                                                        */
 
