@@ -36,6 +36,13 @@ struct queue_walk {
 	int32_t tid;
 	struct pts_perf_str comm;
 	uint64_t resyncs;
+	/* With --tid: the '#' lines wait for the first line of the thread
+	 * (a queue or buffer without one gets none), and a per-cpu queue's
+	 * packets before its first TSC (the PSB, the start of PSB+) for the
+	 * thread that TSC places there. */
+	char pending[2][320];
+	uint32_t npending, nheld;
+	struct pts_packet held[32];
 };
 
 static void help(void)
@@ -340,9 +347,27 @@ static void update_thread(struct queue_walk *w)
 	}
 }
 
-static int line_wanted(const struct queue_walk *w)
+/* Prints a '#' line now. */
+static void put_comment(struct queue_walk *w, const char *text)
 {
-	return w->print && (w->pc->tid < 0 || w->tid == w->pc->tid);
+	pts_perfcmd_mark(w->pc, w->time);
+	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
+	size_t room = pts_out_room(&w->pc->out) - 1;
+	int len = snprintf(p, room, "%s", text);
+	pts_out_line(&w->pc->out, p,
+		     len < 0 || (size_t)len >= room ? (int)room - 1 : len);
+}
+
+/* Whether the line at the current position is printed; the '#' lines
+ * that waited for it come first. */
+static int line_wanted(struct queue_walk *w)
+{
+	if (!w->print || (w->pc->tid >= 0 && w->tid != w->pc->tid))
+		return 0;
+	for (uint32_t i = 0; i < w->npending; i++)
+		put_comment(w, w->pending[i]);
+	w->npending = 0;
+	return 1;
 }
 
 /* The queue fields that start every jsonl line, ending in ','. */
@@ -371,6 +396,21 @@ static void put_jsonl(struct queue_walk *w, char *p, size_t n, int len)
 	pts_out_line(&w->pc->out, p, (int)n - 1 + len);
 }
 
+static void print_packet(struct queue_walk *w, const struct pts_packet *pkt);
+
+/* The packets held, printed as the thread now placed (without a time:
+ * no TSC preceded them). */
+static void release(struct queue_walk *w)
+{
+	const int have_time = w->have_time;
+	const uint32_t n = w->nheld;
+	w->have_time = 0;
+	w->nheld = 0;
+	for (uint32_t i = 0; i < n; i++)
+		print_packet(w, &w->held[i]);
+	w->have_time = have_time;
+}
+
 static void emit_packet(struct queue_walk *w, const struct pts_packet *pkt)
 {
 	if (pkt->kind == PTS_PKT_TSC && w->pc->tc.valid) {
@@ -378,7 +418,19 @@ static void emit_packet(struct queue_walk *w, const struct pts_packet *pkt)
 		w->time = pts_perf_tsc_to_time(&w->pc->tc, tsc);
 		w->have_time = 1;
 		update_thread(w);
+		release(w);
 	}
+	const uint32_t room = sizeof(w->held) / sizeof(w->held[0]);
+	if (w->pc->tid >= 0 && w->q->cpu >= 0 && !w->have_time &&
+	    w->pc->tc.valid && w->nheld < room) {
+		w->held[w->nheld++] = *pkt;
+		return;
+	}
+	print_packet(w, pkt);
+}
+
+static void print_packet(struct queue_walk *w, const struct pts_packet *pkt)
+{
 	if (!line_wanted(w))
 		return;
 	w->pc->tid_lines++;
@@ -405,6 +457,7 @@ static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
 {
 	struct queue_walk *w = ctx;
 
+	release(w);
 	if (!line_wanted(w))
 		return;
 	w->pc->tid_lines++;
@@ -424,20 +477,25 @@ static void emit_condition(void *ctx, int err, uint64_t begin, uint64_t end)
 static void comment(struct queue_walk *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* A '#' line in ptdump output; nothing in jsonl (the lines carry it). */
+/* A '#' line in ptdump output; nothing in jsonl (the lines carry it).
+ * With --tid it waits for the thread's first line (line_wanted()); a
+ * buffer's line replaces that of the buffer before when none came. */
 static void comment(struct queue_walk *w, const char *fmt, ...)
 {
+	char text[sizeof(w->pending[0])];
 	if (!w->print || w->pc->format != FORMAT_PTDUMP)
 		return;
-	pts_perfcmd_mark(w->pc, w->time);
-	char *p = pts_out_reserve(&w->pc->out, LINE_MAX_);
-	size_t room = pts_out_room(&w->pc->out) - 1;
 	va_list ap;
 	va_start(ap, fmt);
-	int len = vsnprintf(p, room, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	pts_out_line(&w->pc->out, p,
-		     len < 0 || (size_t)len >= room ? (int)room - 1 : len);
+	if (w->pc->tid < 0) {
+		put_comment(w, text);
+		return;
+	}
+	if (w->npending == 2)
+		w->npending = 1;
+	memcpy(w->pending[w->npending++], text, sizeof(text));
 }
 
 /* Feeds every buffer of queue @qi through one decoder; a buffer that does
@@ -492,6 +550,7 @@ static int walk_queue(struct perf_cmd *pc, uint32_t qi, int print,
 	}
 	if (rc != -PTS_ERR_NO_PROGRESS)
 		rc = pts_dump_drain_end(&w->drain);
+	release(w);
 	pts_pkt_decoder_free(w->drain.dec);
 	w->drain.dec = NULL;
 	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;

@@ -18,7 +18,9 @@
 #    or none: time order and --tid misplaced them); times never go back in
 #    `flow -f jsonl`; `--tid 100` prints procA's lines only. `windows
 #    --tid` on these per-cpu queues is refused (it printed every queue
-#    whole).
+#    whole). `dump --tid 100` starts with the PSB at offset 0 (it dropped
+#    the packets before the first TSC) and has no '#' line of queue 1,
+#    where procA never runs.
 # When Linux perf is installed, `perf script --itrace=i0ns` must print what
 # is expected here too.
 #
@@ -158,5 +160,14 @@ if [ "$status" -ne 2 ] || [ -s "$tmp/w.out" ] ||
 	fail=1
 else
 	echo "windows --tid on per-cpu queues: refused"
+fi
+"$ptscope" perf dump --tid 100 "$tmp/two/perf.data" >"$tmp/d.out" 2>&1
+if [ "$(grep -v '^#' "$tmp/d.out" | head -1)" != \
+	"0000000000000000  psb" ] || grep -q '^# queue 1' "$tmp/d.out"; then
+	echo "dump --tid 100: no PSB first, or queue 1's header:"
+	cat "$tmp/d.out"
+	fail=1
+else
+	echo "dump --tid 100: from the PSB, queue 0 only"
 fi
 exit $fail
