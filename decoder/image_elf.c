@@ -217,10 +217,7 @@ static char *dup_range(const char *s, const char *end)
 	return out;
 }
 
-/* "FILE[:BASE]" split: the file (a fresh string; the whole spec when no
- * number follows its last ':') and the base (0: link address). NULL on no
- * memory. */
-static char *split_elf_spec(const char *spec, uint64_t *base)
+char *pts_elf_spec_split(const char *spec, uint64_t *base)
 {
 	const char *end = spec + strlen(spec), *colon = strrchr(spec, ':');
 	*base = 0;
@@ -259,7 +256,7 @@ int pts_elf_code_at(const char *spec, uint64_t addr)
 	if (!spec || !*spec)
 		return -PTS_ERR_INVALID;
 	uint64_t base;
-	char *path = split_elf_spec(spec, &base);
+	char *path = pts_elf_spec_split(spec, &base);
 	if (!path)
 		return -PTS_ERR_NOMEM;
 	struct pts_mapped_file m;
@@ -287,7 +284,7 @@ int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 	if (!img || !spec || !*spec)
 		return -PTS_ERR_INVALID;
 	uint64_t base;
-	char *path = split_elf_spec(spec, &base);
+	char *path = pts_elf_spec_split(spec, &base);
 	if (!path)
 		return -PTS_ERR_NOMEM;
 	int err = pts_image_add_elf(img, cr3, path, base);

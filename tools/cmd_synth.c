@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 static const char cmd[] = "synth";
 
@@ -257,24 +256,16 @@ static int rate(const char *opt, const char *arg, uint32_t *v)
 	return 0;
 }
 
-/* No output may be the program being read (synth maps it: writing it
- * would crash the run and destroy the file) or another output. Checked
- * before anything is opened. */
-static int check_paths(const struct synth_cli *c)
+/* An output file and the option that names it. */
+struct synth_out {
+	const char *opt, *path;
+};
+
+/* check_paths() for the @n outputs @outs and the program @elf. */
+static int check_outputs(const struct synth_out *outs, size_t n,
+			 const char *elf)
 {
-	const struct {
-		const char *opt, *path;
-	} outs[] = {{"-o", c->output},	       {"--truth", c->truth},
-		    {"--visible", c->visible}, {"--config-out", c->config_out},
-		    {"--perf-data", c->perf_data}};
-	char elf[4096];
-	const char *input = c->run_argv ? c->run_argv[0] : c->walk;
-	struct stat st;
-	snprintf(elf, sizeof(elf), "%s", input);
-	char *colon = strrchr(elf, ':'); /* FILE[:BASE] */
-	if (colon && stat(elf, &st) != 0)
-		*colon = '\0';
-	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (!outs[i].path)
 			continue;
 		if (!strcmp(outs[i].path, "-")) /* not stdout: a file "-" */
@@ -293,6 +284,25 @@ static int check_paths(const struct synth_cli *c)
 					outs[j].opt, outs[i].opt, outs[i].path);
 	}
 	return 0;
+}
+
+/* No output may be the program being read (synth maps it: writing it
+ * would crash the run and destroy the file) or another output. Checked
+ * before anything is opened. */
+static int check_paths(const struct synth_cli *c)
+{
+	const struct synth_out outs[] = {
+		{"-o", c->output},	   {"--truth", c->truth},
+		{"--visible", c->visible}, {"--config-out", c->config_out},
+		{"--perf-data", c->perf_data}};
+	uint64_t base;
+	char *elf = c->run_argv ? strdup(c->run_argv[0])
+				: pts_elf_spec_split(c->walk, &base);
+	int status = elf ? check_outputs(outs, sizeof(outs) / sizeof(outs[0]),
+					 elf)
+			 : pts_cli_usage_error(cmd, "out of memory");
+	free(elf);
+	return status;
 }
 
 static int parse_args(struct synth_cli *c, int argc, char **argv)
@@ -665,13 +675,9 @@ int pts_cmd_synth(int argc, char **argv)
 	}
 	if (c.walk) {
 		/* The ELF as given on the command line ("FILE[:BASE]"). */
-		char *path = strdup(c.walk);
-		char *colon = path ? strrchr(path, ':') : NULL;
-		struct pts_image_spec is = {PTS_IMAGE_ELF, path, 0, 0, 0, 0, 0};
-		if (colon) {
-			*colon = '\0';
-			is.base = strtoull(colon + 1, NULL, 0);
-		}
+		struct pts_image_spec is = {PTS_IMAGE_ELF, NULL, 0, 0, 0, 0, 0};
+		char *path = pts_elf_spec_split(c.walk, &is.base);
+		is.path = path;
 		err = path ? pts_config_add_image(&cfg, &is) : -1;
 		free(path);
 	} else {

@@ -38,9 +38,15 @@ done
 cp "$fixtures/bin/enclave_demo" "$tmp/demo"
 ln -s demo "$tmp/link"
 for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
-	"-o $tmp/y --perf-data $tmp/y" "-o $tmp/z --config-out $tmp/z"; do
+	"-o $tmp/y --perf-data $tmp/y" "-o $tmp/z --config-out $tmp/z" \
+	"-o $tmp/demo BASE"; do
+	# the program at a base: FILE:BASE names the file FILE
+	walk=$tmp/demo
+	case $args in
+	*BASE) walk=$tmp/demo:0x10000000 args=${args% BASE} ;;
+	esac
 	# shellcheck disable=SC2086 # the words of $args are the options
-	if "$ptscope" synth --walk "$tmp/demo" --insns 1000 $args \
+	if "$ptscope" synth --walk "$walk" --insns 1000 $args \
 		2>"$tmp/err"; then
 		echo "synth $args: accepted" >&2
 		status=1

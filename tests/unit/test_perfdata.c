@@ -56,6 +56,12 @@ static void check_capture(const struct pts_perf *perf, int pipe,
 		      memcmp(s->cpuid.ptr, SYNTH_CPUID, s->cpuid.len) == 0);
 		CHECK_EQ(s->nr_cpus_avail, 4);
 	}
+	/* the CPU behind the errata: SYNTH_CPUID's, none without it */
+	struct pts_cpu cpu = {1, 1, 1};
+	const int known = pipe || features;
+	CHECK_EQ(pts_perf_cpu(perf, &cpu), known ? 0 : -PTS_ERR_INVALID);
+	CHECK(cpu.family == (known ? 6 : 0) && cpu.model == (known ? 78 : 0) &&
+	      cpu.stepping == (known ? 3 : 0));
 
 	CHECK_EQ(pts_perf_attr_count(perf), 2);
 	const struct pts_perf_attr *a = pts_perf_attr_get(perf, 0);

@@ -113,6 +113,11 @@ int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
 			   const char *spec);
 
+/* "FILE[:BASE]" as pts_image_add_elf_spec() splits it: returns the file
+ * (a fresh string the caller frees; the whole spec when no number follows
+ * its last ':') and sets *@base (0: link address). NULL on no memory. */
+char *pts_elf_spec_split(const char *spec, uint64_t *base);
+
 /* Whether @addr is code in the ELF "FILE[:BASE]" @spec, loaded as
  * pts_image_add_elf_spec() loads it: in an executable section (or, where
  * no section says, an executable PT_LOAD segment). 1 yes, 0 no (data, or
