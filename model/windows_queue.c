@@ -63,6 +63,13 @@ static uint64_t span_bytes(const struct pts_win_record *rec)
 		       : 0;
 }
 
+/* Tick sums saturate: a trace whose TSC jumps (a wrap assumed at each
+ * TSC that goes back) can add up to more than 64 bits. */
+static void add_ticks(uint64_t *sum, uint64_t ticks)
+{
+	*sum = *sum + ticks < *sum ? UINT64_MAX : *sum + ticks;
+}
+
 /* Adds a finished record to the summary. */
 static void account(struct pts_win_model *m, const struct pts_win_record *rec)
 {
@@ -72,12 +79,12 @@ static void account(struct pts_win_model *m, const struct pts_win_record *rec)
 	case PTS_REC_WINDOW:
 		s->windows++;
 		s->window_bytes += span_bytes(rec);
-		s->window_ticks += span_ticks(rec);
+		add_ticks(&s->window_ticks, span_ticks(rec));
 		break;
 	case PTS_REC_GAP:
 		s->gaps[rec->cause]++;
 		s->gap_bytes[rec->cause] += span_bytes(rec);
-		s->gap_ticks[rec->cause] += span_ticks(rec);
+		add_ticks(&s->gap_ticks[rec->cause], span_ticks(rec));
 		if (rec->cause != PTS_GAP_ENCLAVE)
 			break;
 		s->eenter += rec->entry == PTS_ENCL_EENTER;

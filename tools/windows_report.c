@@ -430,23 +430,27 @@ uint64_t pts_winrep_violations(const struct pts_winrep *w)
 	return n;
 }
 
-/* Shares are of time when the trace has timing, else of bytes. */
-static double share(uint64_t part, uint64_t total)
+/* Shares are of time when the trace has timing, else of bytes. The
+ * total is summed in floating point: the tick sums may add up to more
+ * than 64 bits (they saturate each, see struct pts_win_summary). */
+static double share(uint64_t part, double total)
 {
-	return total ? 100.0 * (double)part / (double)total : 0.0;
+	return total > 0 ? 100.0 * (double)part / total : 0.0;
 }
 
 static void summary_text(struct pts_winrep *w, const struct pts_win_summary *s)
 {
-	uint64_t ticks = s->window_ticks, bytes = s->window_bytes, nv = 0;
-	int by_time;
+	double ticks = (double)s->window_ticks, bytes = (double)s->window_bytes;
+	uint64_t nv = 0;
+	int by_time, saturated = s->window_ticks == UINT64_MAX;
 	char line[LINE_MAX_];
 
 	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++) {
-		ticks += s->gap_ticks[c];
-		bytes += s->gap_bytes[c];
+		ticks += (double)s->gap_ticks[c];
+		bytes += (double)s->gap_bytes[c];
+		saturated |= s->gap_ticks[c] == UINT64_MAX;
 	}
-	by_time = ticks != 0;
+	by_time = ticks > 0;
 	snprintf(line, sizeof(line),
 		 "\nsummary: %" PRIu64 " window(s); share of %s\n"
 		 "  %-13s %8s %12s %14s %7s\n",
@@ -470,6 +474,10 @@ static void summary_text(struct pts_winrep *w, const struct pts_win_summary *s)
 			       by_time ? ticks : bytes));
 		pts_out_puts(w->out, line);
 	}
+	if (saturated)
+		pts_out_puts(w->out, "note: a tick sum stopped at 2^64-1 (the "
+				     "TSC jumps that far): shares are of "
+				     "the sums shown\n");
 	if (w->opts.tsc_hz && s->has_time) {
 		snprintf(line, sizeof(line), "time: %.6f s traced\n",
 			 (double)(s->last_tsc - s->first_tsc) /

@@ -9,7 +9,9 @@
  *                  MTCFreq 3), a PSB+ and a CBR change inside a gap;
  *   violations.pt  the same enclave, with a leaked enclave IP, a TNT inside
  *                  an enclave gap, an exit at a wrong address and an
- *                  overflow inside an enclave gap.
+ *                  overflow inside an enclave gap;
+ *   wild-tsc.pt    two windows and a gap, each over 2^63 TSC ticks long:
+ *                  the summary's tick sums go past 64 bits.
  *
  * usage: make_windows_traces OUTDIR
  */
@@ -139,5 +141,7 @@ int main(int argc, char **argv)
 	bad |= write_trace(argv[1], "enclave.pt", &t);
 	make_violations(&t);
 	bad |= write_trace(argv[1], "violations.pt", &t);
+	wt_make_wild_tsc(&t);
+	bad |= write_trace(argv[1], "wild-tsc.pt", &t);
 	return bad;
 }

@@ -200,6 +200,27 @@ static void test_gap_duration(void)
 	CHECK(res.sum.has_time && res.sum.first_tsc == 1000000);
 }
 
+/* Two windows of more than 2^63 ticks each: their sum stops at 2^64 - 1
+ * instead of wrapping to a small number. */
+static void test_tick_sums_saturate(void)
+{
+	static struct wresult res;
+	static struct wtrace t;
+	const struct pts_win_record *w0, *w1;
+
+	wt_make_wild_tsc(&t);
+	CHECK(wt_run(&t, NULL, NULL, 0, &res) == 0);
+	w0 = wt_find(&res, PTS_REC_WINDOW, 0);
+	w1 = wt_find(&res, PTS_REC_WINDOW, 1);
+	CHECK(w0 && w1);
+	if (!w0 || !w1)
+		return;
+	CHECK(w0->end.tsc - w0->begin.tsc > 1ull << 63);
+	CHECK(w1->end.tsc - w1->begin.tsc > 1ull << 63);
+	CHECK_EQ(res.sum.windows, 2);
+	CHECK_EQ(res.sum.window_ticks, UINT64_MAX);
+}
+
 static void test_tsc_hz(void)
 {
 	struct pts_trace_config cfg;
@@ -224,6 +245,7 @@ int main(void)
 	test_cyc_uncalibrated();
 	test_cyc_mtc_calibration();
 	test_gap_duration();
+	test_tick_sums_saturate();
 	test_tsc_hz();
 	return pts_check_exit();
 }

@@ -127,6 +127,33 @@ void wt_cbr(struct wtrace *t, uint8_t ratio)
 	put(t, &p);
 }
 
+/* The values alternate between 2^56 - 1 and 2^55 - 2: from the first to
+ * the second the TSC goes back by more than 2^55, which the clock reads
+ * as one wrap of the 56 bits a TSC packet carries (time_track.c). */
+void wt_tsc_jumps(struct wtrace *t, int n)
+{
+	static const uint64_t values[2] = {(1ull << 56) - 1, (1ull << 55) - 2};
+
+	for (int i = 0; i < n; i++)
+		wt_tsc(t, values[i & 1]);
+}
+
+/* 260 jumps of at least 2^55 ticks: 2^63 and a bit. */
+void wt_make_wild_tsc(struct wtrace *t)
+{
+	wt_init(t);
+	wt_psb(t);
+	wt_tsc(t, 0);
+	wt_plain(t, PTS_PKT_PSBEND);
+	wt_ip(t, PTS_PKT_TIP_PGE, 0x401000);
+	wt_tsc_jumps(t, 260);
+	wt_ip(t, PTS_PKT_TIP_PGD, 0x401000);
+	wt_tsc_jumps(t, 260);
+	wt_ip(t, PTS_PKT_TIP_PGE, 0x401000);
+	wt_tsc_jumps(t, 260);
+	wt_pgd0(t);
+}
+
 void wt_bytes(struct wtrace *t, const uint8_t *b, size_t n)
 {
 	if (t->len + n > sizeof(t->buf)) {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WT_MAX_BYTES 4096
+#define WT_MAX_BYTES 16384
 #define WT_MAX_RECS 128
 
 struct wtrace {
@@ -37,6 +37,11 @@ void wt_tma(struct wtrace *t, uint16_t ctc, uint16_t fc);
 void wt_mtc(struct wtrace *t, uint8_t ctc);
 void wt_cyc(struct wtrace *t, uint64_t cycles);
 void wt_cbr(struct wtrace *t, uint8_t ratio);
+/* @n TSCs that each move time by 2^55 ticks or more. */
+void wt_tsc_jumps(struct wtrace *t, int n);
+/* A window, a gap and a window, each more than 2^63 ticks long: the tick
+ * sums of a summary go past 64 bits. */
+void wt_make_wild_tsc(struct wtrace *t);
 /* Raw bytes (for decode errors). */
 void wt_bytes(struct wtrace *t, const uint8_t *b, size_t n);
 /* PSB, [TSC], CBR, [FUP(ip), MODE.Exec], PSBEND: the usual header. */

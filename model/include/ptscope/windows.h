@@ -369,6 +369,7 @@ int pts_win_evidence(struct pts_win_model *m,
 /* ------------------------------------------------------------------------ */
 /* Summary over the records taken with pts_win_next() so far.             */
 
+/* The tick sums (window_ticks, gap_ticks) stop at UINT64_MAX. */
 struct pts_win_summary {
 	uint64_t windows, window_bytes, window_ticks;
 	uint64_t gaps[PTS_GAP_CAUSE_COUNT];
