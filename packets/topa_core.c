@@ -209,6 +209,18 @@ static uint32_t span_lower_bound(const struct pts_topa *t, uint64_t phys)
 	return lo;
 }
 
+const struct pts_topa_span *pts_topa_partial(const struct pts_topa *t,
+					     uint64_t phys, uint64_t len)
+{
+	for (uint32_t i = 0; i < t->nspans; i++) {
+		const struct pts_topa_span *s = &t->spans[i];
+
+		if (s->phys - phys < len || phys - s->phys < s->len)
+			return s;
+	}
+	return NULL;
+}
+
 const struct pts_topa_span *pts_topa_find(const struct pts_topa *t,
 					  uint64_t phys, uint64_t len)
 {

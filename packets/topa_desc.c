@@ -135,6 +135,11 @@ static int add_file(struct desc *d, uint64_t phys, const struct token *k)
 			  "(%llu bytes)",
 			  path, (unsigned long long)off,
 			  (unsigned long long)len);
+	} else if (off == len) {
+		/* it could hold no region: the table that names one would
+		 * only find it missing */
+		err = bad(d, PTS_ERR_BAD_FORMAT, "%s: no bytes %s", path,
+			  off ? "after the offset" : "(an empty file)");
 	} else {
 		err = pts_topa_add_memory(d->t, phys, data + off, len - off,
 					  path);

@@ -89,6 +89,11 @@ int pts_topa_fail(struct pts_topa *t, int code, const char *fmt, ...)
 const struct pts_topa_span *pts_topa_find(const struct pts_topa *t,
 					  uint64_t phys, uint64_t len);
 
+/* A span that holds some of the @len bytes at @phys, or NULL: for the
+ * message when pts_topa_find() finds none that holds them all. */
+const struct pts_topa_span *pts_topa_partial(const struct pts_topa *t,
+					     uint64_t phys, uint64_t len);
+
 /* Keeps @addr (a heap block, or a mapping of @len bytes when @mapped) for
  * release in pts_topa_free(); releases it at once on failure.
  * Returns 0 or -PTS_ERR_NOMEM. */

@@ -123,6 +123,26 @@ static int push_region(struct pts_topa *t, const struct pts_topa_region *r)
 	return 0;
 }
 
+/* No span holds all @size bytes at @base, the region @what names (as
+ * "table T entry E: region B (S)"): names the span that holds part of it
+ * (a region file cut short), if any. */
+static int region_missing(struct pts_topa *t, const char *what, uint64_t base,
+			  uint64_t size)
+{
+	const struct pts_topa_span *part = pts_topa_partial(t, base, size);
+
+	if (!part)
+		return pts_topa_fail(t, PTS_ERR_BAD_FORMAT,
+				     "%s is missing: no region file or memory "
+				     "dump holds any of it",
+				     what);
+	return pts_topa_fail(t, PTS_ERR_BAD_FORMAT,
+			     "%s is not held whole: %s at 0x%llx has %llu "
+			     "bytes",
+			     what, part->name ? part->name : "memory",
+			     HEX(part->phys), (unsigned long long)part->len);
+}
+
 /* Adds the output region that entry @idx of @table names. */
 static int take_region(struct pts_topa *t, uint64_t table, uint32_t idx,
 		       uint64_t e)
@@ -139,14 +159,15 @@ static int take_region(struct pts_topa *t, uint64_t table, uint32_t idx,
 			HEX(table), idx, HEX(base),
 			size_text(size, sz, sizeof(sz)));
 	const struct pts_topa_span *s = pts_topa_find(t, base, size);
-	if (!s)
-		return pts_topa_fail(
-			t, PTS_ERR_BAD_FORMAT,
-			"table 0x%llx entry %u: region 0x%llx (%s) "
-			"is missing: no region file or memory "
-			"dump holds all of it",
-			HEX(table), idx, HEX(base),
-			size_text(size, sz, sizeof(sz)));
+	if (!s) {
+		char what[160];
+
+		snprintf(what, sizeof(what),
+			 "table 0x%llx entry %u: region 0x%llx (%s)",
+			 HEX(table), idx, HEX(base),
+			 size_text(size, sz, sizeof(sz)));
+		return region_missing(t, what, base, size);
+	}
 	struct pts_topa_region r = {
 		.phys = base,
 		.size = size,
@@ -283,12 +304,13 @@ static int layout_single(struct pts_topa *t, uint32_t *k, uint64_t *off)
 				     HEX(*off),
 				     size_text(mask + 1, sz, sizeof(sz)));
 	const struct pts_topa_span *s = pts_topa_find(t, base, mask + 1);
-	if (!s)
-		return pts_topa_fail(
-			t, PTS_ERR_BAD_FORMAT,
-			"single range 0x%llx (%s) is missing: no "
-			"region file or memory dump holds all of it",
-			HEX(base), size_text(mask + 1, sz, sizeof(sz)));
+	if (!s) {
+		char what[160];
+
+		snprintf(what, sizeof(what), "single range 0x%llx (%s)",
+			 HEX(base), size_text(mask + 1, sz, sizeof(sz)));
+		return region_missing(t, what, base, mask + 1);
+	}
 	struct pts_topa_region r = {.phys = base,
 				    .size = mask + 1,
 				    .data = s->data + (base - s->phys),

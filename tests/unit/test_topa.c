@@ -247,6 +247,11 @@ static int fake_open(void *ctx, const char *path, const uint8_t **data,
 		*len = sizeof(dump);
 		return 0;
 	}
+	if (strcmp(path, "empty") == 0) {
+		*data = zeros;
+		*len = 0;
+		return 0;
+	}
 	uint64_t n;
 	if (path[0] == 'z' &&
 	    pts_topa_parse_bytes(path + 1, path + strlen(path), &n) == 0 &&
@@ -307,9 +312,15 @@ static const struct {
 	 "table 0x10000 entry 0: region 0x100000 (4K) is missing"},
 	{TABLE "entry 0x100000 8K\nentry end 0x10000\nregion 0x100000 z4K\n",
 	 PTS_ERR_BAD_FORMAT,
-	 "table 0x10000 entry 0: region 0x100000 (8K) is missing"},
+	 "table 0x10000 entry 0: region 0x100000 (8K) is not held whole: "
+	 "z4K at 0x100000 has 4096 bytes"},
 	{GOOD "region 0x100000 r0.bin\n", PTS_ERR_IO,
 	 "desc:6: r0.bin: cannot open"},
+	/* an empty file, or nothing after the offset, could hold no region */
+	{GOOD "region 0x100000 empty\n", PTS_ERR_BAD_FORMAT,
+	 "desc:6: empty: no bytes (an empty file)"},
+	{GOOD "region 0x100000 z4K@0x1000\n", PTS_ERR_BAD_FORMAT,
+	 "desc:6: z4K: no bytes after the offset"},
 	{TABLE "entry 0x100000 4K\nregion 0x100000 z4K\n", PTS_ERR_BAD_FORMAT,
 	 "table 0x10000 entry 1: no table file or memory dump holds it"},
 	{TABLE "entry 0x100000 4K\nentry end 0x20000\nregion 0x100000 z4K\n",
@@ -342,7 +353,9 @@ static const struct {
 	 "OutputOffset 0x1000 is past the end of the range"},
 	{"mode single\noutput_base 0x100000\noutput_mask_ptrs 0xfff\n"
 	 "region 0x100000 z2K\n",
-	 PTS_ERR_BAD_FORMAT, "single range 0x100000 (4K) is missing"},
+	 PTS_ERR_BAD_FORMAT,
+	 "single range 0x100000 (4K) is not held whole: z2K at 0x100000 has "
+	 "2048 bytes"},
 	{MSRS "\nfrob 1\n", PTS_ERR_BAD_FORMAT,
 	 "desc:4: unknown directive 'frob'"},
 	{MSRS "entry 0x100000 4K\n", PTS_ERR_BAD_FORMAT,
