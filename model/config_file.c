@@ -266,16 +266,18 @@ static int parse_line(struct pts_config *cfg, struct cfg_line *l,
 			return -PTS_ERR_BAD_FORMAT;
 		t->known |= PTS_CFG_CR3;
 	} else if (strcmp(key, "cpuid_15") == 0) {
+		/* EAX or EBX 0: no ratio enumerated; the line is left
+		 * out then (as the --cpuid15 option is) */
 		if (token_u64(l, &a) < 0 || token_u64(l, &b) < 0 ||
-		    token_u64(l, &c) < 0 || a > UINT32_MAX || b > UINT32_MAX ||
-		    c > UINT32_MAX)
+		    token_u64(l, &c) < 0 || !a || !b || a > UINT32_MAX ||
+		    b > UINT32_MAX || c > UINT32_MAX)
 			return -PTS_ERR_BAD_FORMAT;
 		t->cpuid_15_eax = (uint32_t)a;
 		t->cpuid_15_ebx = (uint32_t)b;
 		t->cpuid_15_ecx = (uint32_t)c;
 		t->known |= PTS_CFG_CPUID15;
 	} else if (strcmp(key, "nom_freq") == 0) {
-		if (token_u64(l, &a) < 0 || a > 255)
+		if (token_u64(l, &a) < 0 || !a || a > 255) /* 0: unknown */
 			return -PTS_ERR_BAD_FORMAT;
 		t->nom_freq = (uint8_t)a;
 		t->known |= PTS_CFG_NOMFREQ;

@@ -203,6 +203,10 @@ static const struct bad_case bad_cases[] = {
 	{"ptscope-config 1\ncpuid_15 1 2\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\ncpuid_15 1 2 0x100000000\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\nnom_freq 256\n", -PTS_ERR_BAD_FORMAT, 2},
+	/* a zero says "not known": the line is left out instead */
+	{"ptscope-config 1\ncpuid_15 0 200 24000000\n", -PTS_ERR_BAD_FORMAT, 2},
+	{"ptscope-config 1\ncpuid_15 2 0 0\n", -PTS_ERR_BAD_FORMAT, 2},
+	{"ptscope-config 1\nnom_freq 0\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\nmtc_freq 16\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\ncpu six\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\nimage\n", -PTS_ERR_BAD_FORMAT, 2},
