@@ -101,6 +101,7 @@ static void help(void)
 	      "                     default of dump, as perf report -D);\n"
 	      "                     without time conversion always by queue\n"
 	      "  -q, --quiet        dump, flow: print only the summary on stderr\n"
+	      "                     (of whole queues: not with --tid)\n"
 	      "  -v, --verbose      info: also list every mapped file and\n"
 	      "                     buffer (offsets; bytes repeated in\n"
 	      "                     snapshots, skipped)\n"
@@ -289,6 +290,11 @@ static int parse_args(struct perf_cmd *pc, int argc, char **argv)
 	if (optind + 2 != argc)
 		return pts_cli_usage_error(cmd, "expected an action and one "
 						"perf.data file");
+	/* the counts come from the queues' decoders, not from the lines a
+	 * thread gets */
+	if (seen['q'] && seen['T'])
+		return pts_cli_usage_error(cmd, "--quiet counts whole queues: "
+						"it does not take --tid");
 	static const char *const actions[] = {"info", "dump", "flow",
 					      "windows"};
 	/* Which formats each action prints; the first is its default. */

@@ -84,7 +84,7 @@ static void list_cpus(const struct perf_cmd *pc, char *buf, size_t cap)
 
 int pts_perfcmd_tid_unseen(const struct perf_cmd *pc)
 {
-	if (pc->quiet || pc->tid < 0 || pc->tid_lines)
+	if (pc->tid < 0 || pc->tid_lines)
 		return 0;
 	pts_cli_error(cmd,
 		      "--tid=%" PRId64 ": no line of that thread (it ran "
