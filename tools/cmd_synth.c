@@ -682,6 +682,10 @@ int pts_cmd_synth(int argc, char **argv)
 		free(path);
 	} else {
 		err = syn_run_images(run, &cfg);
+		if (err < 0)
+			pts_cli_error(cmd, "cannot read the mappings of the "
+					   "program run: %s",
+				      pts_cli_errstr(err));
 	}
 	if (err < 0 || write_config(&c, &cfg) < 0 ||
 	    (c.topa && write_topa(&c, out) < 0))

@@ -283,6 +283,10 @@ int syn_run_next(void *src, struct syn_step *s)
 
 int syn_run_images(struct syn_run *r, struct pts_config *cfg)
 {
+	/* A run cut short (--insns) left the child stopped, not exited:
+	 * its mappings are read now. */
+	if (!r->have_maps && r->pid > 0)
+		read_maps(r);
 	for (size_t i = 0; i < r->maps.n_images; i++) {
 		int err = pts_config_add_image(cfg, &r->maps.images[i]);
 		if (err < 0)
