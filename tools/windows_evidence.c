@@ -278,6 +278,10 @@ static void on_records(struct pts_winev *ev, const struct pts_flow_rec *recs,
 			break;
 		case PTS_FLOW_ERROR:
 			ev->has_last = 0;
+			/* a last packet cut off: the packet side shows it as
+			 * a truncated gap, it is no error of the images */
+			if (r->error == -PTS_ERR_TRUNCATED)
+				break;
 			if (!ev->st.errors++) {
 				ev->first_error = r->error;
 				ev->first_error_offset = r->offset;
