@@ -9,10 +9,13 @@
 #include "synth/synth_run.h"
 #include "synth/topa_out.h"
 
+#include <ptscope/topa.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char cmd[] = "synth";
 
@@ -286,22 +289,56 @@ static int check_outputs(const struct synth_out *outs, size_t n,
 	return 0;
 }
 
+/* TRACE with @suffix appended (the files synth writes beside it). */
+static char *beside(const char *trace, const char *suffix)
+{
+	char *p = malloc(strlen(trace) + strlen(suffix) + 1);
+
+	if (p)
+		strcat(strcpy(p, trace), suffix);
+	return p;
+}
+
 /* No output may be the program being read (synth maps it: writing it
- * would crash the run and destroy the file) or another output. Checked
- * before anything is opened. */
+ * would crash the run and destroy the file) or another output, those
+ * written beside the trace included (TRACE.desc with --topa, TRACE.kstub
+ * with --config-out when ring 0 is traced), and --topa's layout must be
+ * valid. Checked before anything is opened. */
 static int check_paths(const struct synth_cli *c)
 {
+	const int kstub = c->config_out && !c->o.user_only && c->o.kernel;
+	char *desc = c->topa ? beside(c->output, ".desc") : NULL;
+	char *stub = kstub ? beside(c->output, ".kstub") : NULL;
 	const struct synth_out outs[] = {
 		{"-o", c->output},	   {"--truth", c->truth},
 		{"--visible", c->visible}, {"--config-out", c->config_out},
-		{"--perf-data", c->perf_data}};
+		{"--perf-data", c->perf_data}, {"--topa (its .desc)", desc},
+		{"--config-out (its .kstub)", stub}};
+	struct pts_topa_writer *w = NULL;
+	struct stat st;
 	uint64_t base;
 	char *elf = c->run_argv ? strdup(c->run_argv[0])
 				: pts_elf_spec_split(c->walk, &base);
-	int status = elf ? check_outputs(outs, sizeof(outs) / sizeof(outs[0]),
-					 elf)
-			 : pts_cli_usage_error(cmd, "out of memory");
+	int status;
+
+	if (!elf || (c->topa && !desc) || (kstub && !stub))
+		status = pts_cli_usage_error(cmd, "out of memory");
+	else if ((desc || stub) && stat(c->output, &st) == 0 &&
+		 !S_ISREG(st.st_mode))
+		status = pts_cli_usage_error(
+			cmd, "-o %s: not a regular file, and %s writes a file "
+			     "beside it",
+			c->output, desc ? "--topa" : "--config-out");
+	else if (c->topa && pts_topa_writer_new(c->topa, &w) < 0)
+		status = pts_cli_usage_error(
+			cmd, "--topa %s: bad layout (see --help)", c->topa);
+	else
+		status = check_outputs(outs, sizeof(outs) / sizeof(outs[0]),
+				       elf);
+	pts_topa_writer_free(w);
 	free(elf);
+	free(desc);
+	free(stub);
 	return status;
 }
 
@@ -536,9 +573,9 @@ static int write_topa(const struct synth_cli *c, FILE *out)
 	int err = fflush(out) ? -PTS_ERR_IO
 			      : syn_topa_save(c->topa, c->output, c->output, &r);
 	if (err < 0) {
+		/* the layout was checked before (check_paths()) */
 		pts_cli_error(cmd, "--topa %s: %s", c->topa,
-			      err == -PTS_ERR_BAD_CONFIG ? "bad layout"
-							 : pts_strerror(err));
+			      pts_strerror(err));
 		return -1;
 	}
 	if (!c->quiet)

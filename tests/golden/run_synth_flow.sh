@@ -39,7 +39,8 @@ cp "$fixtures/bin/enclave_demo" "$tmp/demo"
 ln -s demo "$tmp/link"
 for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
 	"-o $tmp/y --perf-data $tmp/y" "-o $tmp/z --config-out $tmp/z" \
-	"-o $tmp/demo BASE"; do
+	"-o $tmp/k --config-out $tmp/k.kstub" "-o $tmp/d --topa 4K \
+	--truth $tmp/d.desc" "-o $tmp/demo BASE"; do
 	# the program at a base: FILE:BASE names the file FILE
 	walk=$tmp/demo
 	case $args in
@@ -58,6 +59,28 @@ for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
 done
 cmp -s "$fixtures/bin/enclave_demo" "$tmp/demo" ||
 	{ echo "synth wrote over the ELF it read" >&2; status=1; }
+# the files written beside the trace (TRACE.desc, TRACE.kstub) need a
+# regular file there (-o /dev/null made /dev/null.kstub); a bad --topa
+# layout is refused before any output is written (the trace and truth
+# were left behind)
+for args in "-o /dev/null --config-out $tmp/c.cfg" \
+	"-o /dev/null --topa 4K" "-o $tmp/e.pt --truth $tmp/e.truth --topa 4K@1"
+do
+	# shellcheck disable=SC2086 # the words of $args are the options
+	if "$ptscope" synth --walk "$tmp/demo" --insns 1000 -q $args \
+		2>"$tmp/err"; then
+		echo "synth $args: accepted" >&2
+		status=1
+	elif ! grep -q -e 'not a regular file' -e 'bad layout' "$tmp/err"
+	then
+		echo "synth $args: $(cat "$tmp/err")" >&2
+		status=1
+	fi
+done
+if [ -e "$tmp/e.pt" ] || [ -e "$tmp/e.truth" ]; then
+	echo "synth with a bad --topa layout left outputs" >&2
+	status=1
+fi
 [ $status = 1 ] || echo "synth output paths: ok"
 
 # Messages say what is wrong: an option's value and its range, a
