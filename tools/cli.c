@@ -123,6 +123,18 @@ int pts_cli_parse_format(const char *cmd, const char *arg, const char *text,
 	return pts_cli_parse_choice(cmd, "--format", arg, names, jsonl);
 }
 
+int pts_cli_ptdump_only(const char *cmd, const char *what, int jsonl,
+			const struct pts_print_opts *popts)
+{
+	if (!jsonl || (!popts->show_lastip && popts->show_offset))
+		return 0;
+	return pts_cli_usage_error(cmd, "%s applies to %s's default format "
+					"only",
+				   popts->show_lastip ? "--lastip"
+						      : "--no-offset",
+				   what);
+}
+
 int pts_cli_trace_operand(const char *cmd, int argc, char **argv, int first,
 			  const char **trace)
 {

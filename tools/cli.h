@@ -86,6 +86,12 @@ int pts_cli_parse_choice(const char *cmd, const char *opt, const char *arg,
 int pts_cli_parse_format(const char *cmd, const char *arg, const char *text,
 			 int *jsonl);
 
+/* ptdump's --lastip and --no-offset (in @popts) with --format jsonl
+ * (@jsonl) would change nothing: refused, naming @what ("dump", ...).
+ * Returns 0 or PTS_EXIT_USAGE. */
+int pts_cli_ptdump_only(const char *cmd, const char *what, int jsonl,
+			const struct pts_print_opts *popts);
+
 /* The operands from argv[@first] on: exactly one trace, else says what is
  * wrong ("no trace given", "one trace only, got 'B' too"). Returns 0 with
  * *@trace, or PTS_EXIT_USAGE. */

@@ -99,11 +99,8 @@ static int parse_args(struct dump *d, int argc, char **argv)
 		}
 	}
 	/* as `perf dump` refuses them: options that would change nothing */
-	if (d->jsonl && (d->popts.show_lastip || !d->popts.show_offset))
-		return pts_cli_usage_error(cmd, "%s applies to dump's default "
-						"format only",
-					   d->popts.show_lastip ? "--lastip"
-								: "--no-offset");
+	if (pts_cli_ptdump_only(cmd, "dump", d->jsonl, &d->popts))
+		return PTS_EXIT_USAGE;
 	return pts_cli_trace_operand(cmd, argc, argv, optind, &d->trace);
 }
 

@@ -538,7 +538,7 @@ static int parse_command(struct topa_cli *c, int argc, char **argv,
 					   argv[optind]);
 	if (linear && !c->out_path)
 		return pts_cli_usage_error(cmd, "linear: -o OUT is required");
-	return 0;
+	return pts_cli_ptdump_only(cmd, "dump", c->jsonl, &c->popts);
 }
 
 int pts_cmd_topa(int argc, char **argv)
