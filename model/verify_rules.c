@@ -48,11 +48,11 @@ void pts_win_check_ip(struct pts_win_model *m, const struct pts_packet *pkt,
 	e = &m->enclaves[idx];
 	pts_win_violation(m, PTS_RULE_ENCLAVE_IP_LEAK, pkt->offset, 1,
 			  pkt->u.ip.ip,
-			  "%s%s IP 0x%llx is inside production enclave %s "
+			  "%s%s IP 0x%llx is inside production enclave %s%s"
 			  "[0x%llx, 0x%llx)",
 			  pts_pkt_kind_name(pkt->kind), in_psb ? " (in psb+)" : "",
-			  (unsigned long long)pkt->u.ip.ip,
-			  e->name[0] ? e->name : "#", (unsigned long long)e->begin,
+			  (unsigned long long)pkt->u.ip.ip, e->name,
+			  e->name[0] ? " " : "", (unsigned long long)e->begin,
 			  (unsigned long long)e->end);
 }
 
