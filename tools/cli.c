@@ -57,31 +57,36 @@ int pts_cli_bad_option(const char *cmd, int ret, char **argv)
 	return pts_cli_usage_error(cmd, "unknown option '%s'", word);
 }
 
-int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
-		      uint64_t max, uint64_t *value)
+int pts_cli_number(const char *arg, uint64_t max, uint64_t *value)
 {
 	char *end = NULL;
 	unsigned long long v;
 
 	/* strtoull would take "-1" as a huge number and skip blanks */
-	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ') {
-		pts_cli_error(cmd, "%s: expected a number, got '%s'", opt,
-			      arg ? arg : "");
+	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ')
 		return -1;
-	}
 	errno = 0;
 	v = strtoull(arg, &end, 0);
-	if (errno == ERANGE || v > max) {
-		pts_cli_error(cmd, "%s: %s is too large (at most %llu)", opt,
-			      arg, (unsigned long long)max);
+	if (errno == ERANGE || v > max)
+		return -2;
+	if (errno || *end)
 		return -1;
-	}
-	if (errno || *end) {
-		pts_cli_error(cmd, "%s: expected a number, got '%s'", opt, arg);
-		return -1;
-	}
 	*value = v;
 	return 0;
+}
+
+int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,
+		      uint64_t max, uint64_t *value)
+{
+	const int err = pts_cli_number(arg, max, value);
+
+	if (err == -2)
+		pts_cli_usage_error(cmd, "%s: %s is too large (at most %llu)",
+				    opt, arg, (unsigned long long)max);
+	else if (err < 0)
+		pts_cli_usage_error(cmd, "%s: expected a number, got '%s'", opt,
+				    arg ? arg : "");
+	return err < 0 ? -1 : 0;
 }
 
 const char *pts_cli_errstr(int err)

@@ -40,8 +40,8 @@ static void help(void)
 	      "  --bitmap OUT           write the edge bitmap (one byte per\n"
 	      "                         slot, saturating at 255); not over\n"
 	      "                         one of the input files\n"
-	      "  --bitmap-size N[K|M]   bitmap bytes, a power of two from\n"
-	      "                         64 (default 64K)\n"
+	      "  --bitmap-size N[K|M|G] bitmap bytes, a power of two from\n"
+	      "                         64 to 1G (default 64K)\n"
 	      "  --edges                print `SRC->DST` (hex) per executed\n"
 	      "                         branch; ffffffffffffffff is tracing off\n"
 	      "  --unique               print each distinct edge once with\n"
@@ -56,24 +56,26 @@ static void help(void)
 	      stdout);
 }
 
-/* --bitmap-size: bytes, or KiB / MiB with a K or M suffix (as its
- * default is written). */
+/* --bitmap-size: bytes, or KiB / MiB / GiB with a K, M or G suffix (as
+ * its default and its largest are written), a power of two from 64 to 1G.
+ * Returns 0 or -1. */
 static int parse_bitmap_size(const char *arg, uint64_t *v)
 {
 	char num[32];
 	const size_t n = strlen(arg);
 	unsigned shift = 0;
-	if (n > 1 && n < sizeof(num) && strchr("kKmM", arg[n - 1])) {
-		shift = (arg[n - 1] | 0x20) == 'k' ? 10 : 20;
+	if (n > 1 && n < sizeof(num) && strchr("kKmMgG", arg[n - 1])) {
+		const char unit = (char)(arg[n - 1] | 0x20);
+
+		shift = unit == 'k' ? 10 : unit == 'm' ? 20 : 30;
 		memcpy(num, arg, n - 1);
 		num[n - 1] = '\0';
 		arg = num;
 	}
-	if (pts_cli_parse_u64(cmd, "--bitmap-size", arg, (1u << 30) >> shift,
-			      v) < 0)
+	if (pts_cli_number(arg, (1u << 30) >> shift, v) < 0)
 		return -1;
 	*v <<= shift;
-	return 0;
+	return *v < 64 || (*v & (*v - 1)) ? -1 : 0;
 }
 
 static char *put_edge(char *p, uint64_t src, uint64_t dst)
@@ -243,11 +245,9 @@ static int parse(struct cov_cli *c, struct pts_image_opts *io, int argc,
 		case 'b': c->bitmap_path = optarg; break;
 		case 's':
 			if (parse_bitmap_size(optarg, &v) < 0)
-				return PTS_EXIT_USAGE;
-			if (v < 64 || (v & (v - 1)))
 				return pts_cli_usage_error(
 					cmd, "--bitmap-size: a power of two "
-					     "from 64, got '%s'", optarg);
+					     "from 64 to 1G, got '%s'", optarg);
 			c->cfg.bitmap_size = (uint32_t)v;
 			break;
 		case 'E': c->cfg.flags |= PTS_COV_EDGES; break;

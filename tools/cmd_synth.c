@@ -373,8 +373,8 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			break;
 		case OPT_START: c->start = optarg; break;
 		case OPT_INSNS:
-			bad = pts_cli_parse_u64(cmd, "--insns", optarg,
-						1000000000, &c->o.insns) < 0 ||
+			bad = pts_cli_number(optarg, 1000000000, &c->o.insns) <
+				      0 ||
 			      c->o.insns < 1000;
 			want = "1000 to 1000000000";
 			break;
@@ -428,8 +428,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			}
 			break;
 		case OPT_CPI:
-			bad = pts_cli_parse_u64(cmd, "--cpi", optarg, 1 << 16,
-						&v) < 0 || !v;
+			bad = pts_cli_number(optarg, 1 << 16, &v) < 0 || !v;
 			want = "1 to 65536";
 			c->o.cpi_q8 = (uint32_t)v;
 			break;
@@ -444,9 +443,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		}
 		case OPT_NOM:
 		case OPT_CBR:
-			bad = pts_cli_parse_u64(cmd, name, optarg, 255, &v) <
-				      0 ||
-			      !v;
+			bad = pts_cli_number(optarg, 255, &v) < 0 || !v;
 			want = "1 to 255";
 			if (ret == OPT_NOM)
 				c->o.nom_ratio = (uint8_t)v;
@@ -461,8 +458,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			break;
 		case OPT_OVF: bad = rate(name, optarg, &c->o.ovf_rate); break;
 		case OPT_OVF_LEN:
-			bad = pts_cli_parse_u64(cmd, "--ovf-len", optarg, 1000000,
-						&v) < 0 || !v;
+			bad = pts_cli_number(optarg, 1000000, &v) < 0 || !v;
 			want = "1 to 1000000";
 			c->o.ovf_len = (uint32_t)v;
 			break;
@@ -481,10 +477,8 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			return pts_cli_usage_error(
 				cmd, "%s: bad value '%s' (%s)", name, optarg,
 				want);
-		if (bad) {
-			fprintf(stderr, "Try 'ptscope %s --help'.\n", cmd);
+		if (bad)
 			return PTS_EXIT_USAGE;
-		}
 	}
 	if (!c->output)
 		return pts_cli_usage_error(cmd, "-o TRACE is required");

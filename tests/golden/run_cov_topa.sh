@@ -52,7 +52,10 @@ cmp -s "$tmp/bm" "$tmp/bm4k" || { echo "FAIL bitmap size 4K"; fail=1; }
 	--bitmap-size 1m "$plain/trace.pt"
 [ "$(wc -c < "$tmp/bm1m")" -eq 1048576 ] ||
 	{ echo "FAIL bitmap size 1m"; fail=1; }
-for bad in 3K 2048M 32 K; do
+# the largest, as --help writes it (a G suffix was "expected a number")
+"$ptscope" cov --config "$plain/config.cfg" -q --bitmap-size 1G \
+	"$plain/trace.pt" || { echo "FAIL bitmap size 1G refused"; fail=1; }
+for bad in 3K 2048M 2G 32 K; do
 	if "$ptscope" cov --config "$plain/config.cfg" -q --bitmap-size "$bad" \
 		"$plain/trace.pt" 2> /dev/null; [ $? -ne 2 ]; then
 		echo "FAIL bitmap size $bad accepted"; fail=1

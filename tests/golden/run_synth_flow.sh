@@ -97,6 +97,16 @@ expect_usage() { # WANT COMMAND...
 }
 expect_usage "synth: --insns: bad value '999' (1000 to 1000000000)" \
 	"$ptscope" synth --walk "$tmp/demo" --insns 999 -o "$tmp/w.pt"
+# one message for one bad value (no number, or one too large, gave the
+# parser's line and then this one)
+for v in 1e3 1000000001; do
+	expect_usage "synth: --insns: bad value '$v' (1000 to 1000000000)" \
+		"$ptscope" synth --walk "$tmp/demo" --insns "$v" -o "$tmp/w.pt"
+	if [ "$(grep -c '^ptscope synth:' "$tmp/err")" != 1 ]; then
+		echo "synth --insns $v: $(cat "$tmp/err")" >&2
+		status=1
+	fi
+done
 printf 'ptscope-config 1\n# the ratio\nnom_freq 999\n' >"$tmp/value.cfg"
 expect_usage "value.cfg:3: cannot parse 'nom_freq 999'" \
 	"$ptscope" flow --config "$tmp/value.cfg" "$tmp/w.pt"
