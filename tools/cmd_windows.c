@@ -409,6 +409,12 @@ static int run_raw(struct windows *w)
 	memset(&rep, 0, sizeof(rep));
 	if (!w->in && pts_trace_input_open(cmd, w->trace, &opened) < 0)
 		return PTS_EXIT_USAGE;
+	if (src->topa) {
+		struct pts_topa_info ti;
+
+		w->opts.lead_truncated =
+			pts_topa_get_info(src->topa, &ti) == 0 && ti.wrapped;
+	}
 	dec = pts_pkt_decoder_new(&w->pkt_config);
 	if (!dec || pts_winrep_init(&rep, &w->config.trace, &w->opts,
 				    &w->out) < 0 ||

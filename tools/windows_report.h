@@ -16,6 +16,10 @@ struct pts_winrep_opts {
 	uint8_t verify;   /* print violations (else only count them) */
 	uint8_t have_map; /* an enclave map was given (else a note) */
 	uint64_t tsc_hz;  /* 0: times in TSC ticks only */
+	/* The stream starts where a wrapped ToPA ring's oldest bytes were
+	 * overwritten: the bytes skipped before its first PSB are a truncated
+	 * gap, not a decode error. */
+	uint8_t lead_truncated;
 	/* jsonl: writes fields that go first in each object (after '{',
 	 * ending in ','), e.g. `perf windows`' queue and perf time; @r is
 	 * NULL for the summary. Returns their length. NULL: none. */

@@ -143,6 +143,13 @@ while read -r spec insns how; do
 	"$ptscope" topa --desc "$t.desc" windows --config "$cfg" \
 		> "$tmp/w" 2>&1 || true
 	[ -s "$tmp/w" ] || { echo "FAIL topa $spec: topa windows"; fail=1; }
+	# a wrapped ring starts where its oldest bytes were overwritten:
+	# what precedes the first PSB is a truncated gap, no decode error
+	if [ "$how" = tail ] &&
+		! sed -n 2p "$tmp/w" | grep -q '^gap  *0 .* truncated  *skip '
+	then
+		echo "FAIL topa $spec: wrapped start not truncated"; fail=1
+	fi
 	[ $fail = 1 ] || echo "ok   topa $spec ($how, $cap bytes)"
 done <<EOF
 64K,128K/256K 20000 all
