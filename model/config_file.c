@@ -51,6 +51,12 @@ int pts_config_add_enclave(struct pts_config *cfg,
 {
 	if (!cfg || !enc || enc->end <= enc->begin)
 		return -PTS_ERR_INVALID;
+	/* an address is in one enclave or none: the map could not say
+	 * whether a gap there is a production enclave's */
+	for (size_t i = 0; i < cfg->n_enclaves; i++)
+		if (enc->begin < cfg->enclaves[i].end &&
+		    cfg->enclaves[i].begin < enc->end)
+			return -PTS_ERR_BAD_CONFIG;
 	size_t n = cfg->n_enclaves + 1;
 	struct pts_enclave *encs = realloc(cfg->enclaves, n * sizeof(*encs));
 	if (!encs)

@@ -221,7 +221,8 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 		pts_cli_error(cmd,
 			      "%s:%d: '%s': values that contradict each other "
 			      "(a range A-B with A above B, too many EEXIT "
-			      "targets, an enclave ending before it begins)",
+			      "targets, an enclave ending before it begins or "
+			      "overlapping one before it)",
 			      path, line, text);
 	} else {
 		pts_cli_error(cmd,

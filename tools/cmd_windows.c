@@ -153,7 +153,9 @@ static int apply_option(struct windows *w, int c, const char *arg)
 	uint64_t v;
 
 	switch (c) {
-	case 'E':
+	case 'E': {
+		int err;
+
 		if (pts_enclave_parse(arg, &enc) < 0)
 			return pts_cli_usage_error(
 				cmd,
@@ -161,10 +163,15 @@ static int apply_option(struct windows *w, int c, const char *arg)
 				"BEGIN-END:production|debug[,aep=ADDR]"
 				"[,eexit=ADDR]...[,name=N], BEGIN below END)",
 				arg);
-		if (pts_config_add_enclave(&w->config, &enc, 0) < 0)
-			return pts_cli_usage_error(cmd, "--enclave: '%s' not "
-							"added", arg);
+		err = pts_config_add_enclave(&w->config, &enc, 0);
+		if (err < 0)
+			return pts_cli_usage_error(
+				cmd, "--enclave: '%s': %s", arg,
+				err == -PTS_ERR_BAD_CONFIG
+					? "it overlaps an enclave given before"
+					: pts_strerror(err));
 		return 0;
+	}
 	case 'c':
 		if (pts_cli_parse_u64(cmd, "--ctl", arg, UINT64_MAX, &v) < 0)
 			return PTS_EXIT_USAGE;

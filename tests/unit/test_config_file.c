@@ -215,6 +215,13 @@ static const struct bad_case bad_cases[] = {
 	{"ptscope-config 1\nimage raw 0 0 x.bin\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\nimage coff 0 x\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\nenclave 0x1000\n", -PTS_ERR_BAD_FORMAT, 2},
+	/* an address belongs to one enclave at most; touching is fine */
+	{"ptscope-config 1\nenclave 0x1000 0x3000 production\n"
+	 "enclave 0x2000 0x4000 debug\n",
+	 -PTS_ERR_BAD_CONFIG, 3},
+	{"ptscope-config 1\nenclave 0x1000 0x3000 production\n"
+	 "enclave 0x1000 0x3000 production\n",
+	 -PTS_ERR_BAD_CONFIG, 3},
 	{"ptscope-config 1\nenclave 1 2 secret\n", -PTS_ERR_BAD_FORMAT, 2},
 	{"ptscope-config 1\nenclave 2 1 debug\n", -PTS_ERR_BAD_CONFIG, 2},
 	{"ptscope-config 1\nenclave 1 2 debug aep\n", -PTS_ERR_BAD_FORMAT, 2},

@@ -82,7 +82,8 @@ int pts_config_add_image(struct pts_config *cfg,
 			 const struct pts_image_spec *img);
 
 /* Adds an enclave (copied) with its OENTRY (0 = unknown). Returns 0,
- * -PTS_ERR_NOMEM or -PTS_ERR_INVALID (empty range). */
+ * -PTS_ERR_NOMEM, -PTS_ERR_INVALID (empty range) or -PTS_ERR_BAD_CONFIG
+ * (it overlaps an enclave added before). */
 int pts_config_add_enclave(struct pts_config *cfg,
 			   const struct pts_enclave *enc, uint64_t entry);
 
