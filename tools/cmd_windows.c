@@ -37,6 +37,7 @@ struct windows {
 	struct pts_out out;
 	const char *ctl_arg; /* the last --ctl value, as given */
 	uint64_t file_ctl;   /* --config's ctl, before the options */
+	uint8_t ctl_in_file; /* --config has a ctl line */
 };
 
 static void help(void)
@@ -352,6 +353,7 @@ static int parse_args(struct windows *w, int argc, char **argv)
 		}
 		w->pkt_config.cpu = w->config.trace.cpu;
 		w->file_ctl = w->config.trace.ctl;
+		w->ctl_in_file = (w->config.trace.known & PTS_CFG_CTL) != 0;
 		w->have_cfg = 1;
 		for (size_t i = 0; i < w->config.n_images; i++) {
 			err = add_config_image(w, &w->config.images[i]);
@@ -596,6 +598,11 @@ int pts_cmd_windows_input(int argc, char **argv, struct pts_trace_input *in)
 	}
 	w.opts.have_map = w.config.n_enclaves != 0 || w.img;
 	w.opts.tsc_hz = pts_config_tsc_hz(&w.config.trace);
+	/* --ring and --filter make a CTL of their own, MTCFreq 0 in it */
+	w.opts.mtc_freq_assumed =
+		(w.config.trace.known & PTS_CFG_CPUID15) &&
+		!(w.config.trace.known & PTS_CFG_MTCFREQ) && !w.ctl_arg &&
+		!w.ctl_in_file;
 	if (pts_out_init(&w.out, stdout, 1u << 20) < 0) {
 		pts_cli_error(cmd, "out of memory");
 		pts_image_free(w.img);

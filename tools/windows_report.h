@@ -20,6 +20,9 @@ struct pts_winrep_opts {
 	 * overwritten: the bytes skipped before its first PSB are a truncated
 	 * gap, not a decode error. */
 	uint8_t lead_truncated;
+	/* A TSC/CTC ratio was given without MTCFreq (--mtc-freq, --ctl or a
+	 * configuration): MTCs are taken as N = 0, said in a note. */
+	uint8_t mtc_freq_assumed;
 	/* jsonl: writes fields that go first in each object (after '{',
 	 * ending in ','), e.g. `perf windows`' queue and perf time; @r is
 	 * NULL for the summary. Returns their length. NULL: none. */
