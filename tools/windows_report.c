@@ -505,9 +505,9 @@ static void summary_text(struct pts_winrep *w, const struct pts_win_summary *s)
 		}
 	}
 	if (w->opts.mtc_freq_assumed && s->has_time)
-		pts_out_puts(w->out, "note: no MTCFreq given (--mtc-freq, --ctl "
-				     "or --config): MTC times are read with "
-				     "MTCFreq 0\n");
+		pts_out_puts(w->out,
+			     "note: no MTCFreq given (--mtc-freq, --ctl or "
+			     "--config): MTC times are read with MTCFreq 0\n");
 	if (!w->opts.have_map)
 		pts_out_puts(w->out,
 			     "note: no enclave map: an EENTER/ERESUME looks like "
