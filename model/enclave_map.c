@@ -26,22 +26,27 @@ static const char *parse_u64(const char *s, const char *stops, uint64_t *v)
 	return end;
 }
 
-static int parse_option(const char *opt, size_t len, struct pts_enclave *enc)
+/* One ",key=value" option of a spec; *@why says what is wrong with it. */
+static int parse_option(const char *opt, size_t len, struct pts_enclave *enc,
+			const char **why)
 {
 	char buf[64];
 	uint64_t v;
 
+	*why = "an option longer than 63 characters";
 	if (len >= sizeof(buf))
 		return -PTS_ERR_INVALID;
 	memcpy(buf, opt, len);
 	buf[len] = '\0';
 	if (strncmp(buf, "name=", 5) == 0) {
+		*why = "name= takes 1 to 31 characters";
 		if (len - 5 >= sizeof(enc->name) || len == 5)
 			return -PTS_ERR_INVALID;
 		memcpy(enc->name, buf + 5, len - 5 + 1);
 		return 0;
 	}
 	if (strncmp(buf, "aep=", 4) == 0) {
+		*why = "aep= takes an address";
 		if (!parse_u64(buf + 4, "", &v))
 			return -PTS_ERR_INVALID;
 		enc->aep = v;
@@ -49,31 +54,45 @@ static int parse_option(const char *opt, size_t len, struct pts_enclave *enc)
 		return 0;
 	}
 	if (strncmp(buf, "eexit=", 6) == 0) {
+		*why = enc->n_eexit >= PTS_ENCLAVE_MAX_EEXIT
+			       ? "too many eexit= targets"
+			       : "eexit= takes an address";
 		if (!parse_u64(buf + 6, "", &v) ||
 		    enc->n_eexit >= PTS_ENCLAVE_MAX_EEXIT)
 			return -PTS_ERR_INVALID;
 		enc->eexit[enc->n_eexit++] = v;
 		return 0;
 	}
+	/* OENTRY: what `synth` enters at; the map has no use for it */
+	if (strncmp(buf, "entry=", 6) == 0) {
+		*why = "entry= takes an address";
+		return parse_u64(buf + 6, "", &v) ? 0 : -PTS_ERR_INVALID;
+	}
+	*why = "an unknown option (aep=, eexit=, entry=, name=)";
 	return -PTS_ERR_INVALID;
 }
 
-int pts_enclave_parse(const char *text, struct pts_enclave *enc)
+static int parse_spec(const char *text, struct pts_enclave *enc,
+		      const char **why)
 {
 	const char *s, *kind;
 	size_t klen;
 
-	if (!text || !enc)
-		return -PTS_ERR_INVALID;
 	memset(enc, 0, sizeof(*enc));
+	*why = "no number BEGIN before the '-'";
 	s = parse_u64(text, "-", &enc->begin);
 	if (!s || *s != '-')
 		return -PTS_ERR_INVALID;
+	*why = "no number END before the ':'";
 	s = parse_u64(s + 1, ":", &enc->end);
-	if (!s || *s != ':' || enc->end <= enc->begin)
+	if (!s || *s != ':')
+		return -PTS_ERR_INVALID;
+	*why = "END is not above BEGIN";
+	if (enc->end <= enc->begin)
 		return -PTS_ERR_INVALID;
 	kind = s + 1;
 	klen = strcspn(kind, ",");
+	*why = "the kind is production or debug";
 	if (klen == 10 && strncmp(kind, "production", klen) == 0)
 		enc->kind = PTS_ENCLAVE_PRODUCTION;
 	else if (klen == 5 && strncmp(kind, "debug", klen) == 0)
@@ -83,13 +102,34 @@ int pts_enclave_parse(const char *text, struct pts_enclave *enc)
 	s = kind + klen;
 	while (*s == ',') {
 		size_t len = strcspn(s + 1, ",");
-		int err = parse_option(s + 1, len, enc);
+		int err = parse_option(s + 1, len, enc, why);
 
 		if (err < 0)
 			return err;
 		s += 1 + len;
 	}
+	*why = NULL;
 	return 0;
+}
+
+int pts_enclave_parse(const char *text, struct pts_enclave *enc)
+{
+	const char *why;
+
+	if (!text || !enc)
+		return -PTS_ERR_INVALID;
+	return parse_spec(text, enc, &why);
+}
+
+const char *pts_enclave_spec_error(const char *text)
+{
+	struct pts_enclave enc;
+	const char *why;
+
+	if (!text)
+		return "no spec";
+	parse_spec(text, &enc, &why);
+	return why;
 }
 
 int pts_enclave_find(const struct pts_win_model *m, uint64_t ip,

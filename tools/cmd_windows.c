@@ -61,7 +61,9 @@ static void help(void)
 	      "      --packets-only    ignore images: packets alone\n"
 	      "      --enclave=SPEC    BEGIN-END:production|debug[,aep=ADDR]\n"
 	      "                        [,eexit=ADDR][,name=N]; END exclusive;\n"
-	      "                        repeat for several enclaves\n"
+	      "                        repeat for several enclaves (not\n"
+	      "                        overlapping); entry=ADDR is allowed\n"
+	      "                        (synth's OENTRY), and not needed\n"
 	      "      --ctl=VALUE       IA32_RTIT_CTL as traced\n"
 	      "      --ring=R          user, kernel or both: sets CTL.OS/User\n"
 	      "      --filter=A-B      an IP filter range (ADDRn_CFG=1)\n"
@@ -160,10 +162,10 @@ static int apply_option(struct windows *w, int c, const char *arg)
 		if (pts_enclave_parse(arg, &enc) < 0)
 			return pts_cli_usage_error(
 				cmd,
-				"--enclave: cannot parse '%s' (expected "
+				"--enclave: cannot parse '%s': %s (expected "
 				"BEGIN-END:production|debug[,aep=ADDR]"
-				"[,eexit=ADDR]...[,name=N], BEGIN below END)",
-				arg);
+				"[,eexit=ADDR]...[,name=N])",
+				arg, pts_enclave_spec_error(arg));
 		err = pts_config_add_enclave(&w->config, &enc, 0);
 		if (err < 0)
 			return pts_cli_usage_error(

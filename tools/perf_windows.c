@@ -211,11 +211,16 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 	int status = PTS_EXIT_OK;
 	for (uint32_t i = 0; i < pc->nr_enclaves; i++) {
 		struct pts_enclave enc;
-		if (pts_enclave_parse(pc->enclaves[i], &enc) < 0 ||
-		    pts_config_add_enclave(&cfg, &enc, 0) < 0) {
+		const char *why = pts_enclave_parse(pc->enclaves[i], &enc) < 0
+					  ? pts_enclave_spec_error(
+						    pc->enclaves[i])
+				  : pts_config_add_enclave(&cfg, &enc, 0) < 0
+					  ? "it overlaps an enclave given before"
+					  : NULL;
+		if (why) {
 			pts_config_fini(&cfg);
-			return pts_cli_usage_error(cmd, "bad enclave '%s'",
-						   pc->enclaves[i]);
+			return pts_cli_usage_error(cmd, "--enclave: '%s': %s",
+						   pc->enclaves[i], why);
 		}
 	}
 	/* A window is not one thread's: a per-cpu queue's windows run over

@@ -444,6 +444,22 @@ static void test_enclave_parse(void)
 	CHECK(pts_enclave_parse("0x1000-0x2000:debug,aep=", &e) < 0);
 	CHECK(pts_enclave_parse("0x1000:debug", &e) < 0);
 	CHECK(pts_enclave_parse("0x1000-0x2000:debug,color=red", &e) < 0);
+	/* entry= (OENTRY) is checked and left out, as configurations do */
+	CHECK_EQ(pts_enclave_parse("0x1000-0x2000:debug,entry=0x1010", &e), 0);
+	CHECK(pts_enclave_parse("0x1000-0x2000:debug,entry=x", &e) < 0);
+	/* and each fault has its reason */
+	CHECK(pts_enclave_spec_error("0x1000-0x2000:debug,entry=0x1010") ==
+	      NULL);
+	CHECK(strcmp(pts_enclave_spec_error("0x2000-0x1000:debug"),
+		     "END is not above BEGIN") == 0);
+	CHECK(strcmp(pts_enclave_spec_error("0x1000-0x2000:secret"),
+		     "the kind is production or debug") == 0);
+	CHECK(strcmp(pts_enclave_spec_error("0x1000:debug"),
+		     "no number BEGIN before the '-'") == 0);
+	CHECK(strcmp(pts_enclave_spec_error("0x1000-0x2000:debug,aep="),
+		     "aep= takes an address") == 0);
+	CHECK(strncmp(pts_enclave_spec_error("0x1000-0x2000:debug,c=r"),
+		      "an unknown option", 17) == 0);
 }
 
 int main(void)

@@ -101,8 +101,13 @@ struct pts_trace_config {
 
 /* Parses an enclave spec "BEGIN-END:production|debug[,aep=ADDR]
  * [,eexit=ADDR]...[,name=N]" (addresses in C notation, END exclusive) into
- * @enc. Returns 0, or -PTS_ERR_INVALID for a malformed spec. */
+ * @enc; an ",entry=ADDR" (OENTRY, as configurations and `synth` take it) is
+ * checked and left out. Returns 0, or -PTS_ERR_INVALID for a malformed
+ * spec. */
 int pts_enclave_parse(const char *text, struct pts_enclave *enc);
+/* What is wrong with spec @text ("END is not above BEGIN", ...), or NULL
+ * when it parses. */
+const char *pts_enclave_spec_error(const char *text);
 
 /* Parses an address range "A-B" (both inclusive, as ADDRn_A/B) into the
  * first unused ADDRn of @cfg with ADDRn_CFG = @cfg_kind; sets PTS_CFG_CTL and
