@@ -210,13 +210,13 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 	pts_perfcmd_trace_config(pc->perf, &cfg.trace);
 	int status = PTS_EXIT_OK;
 	for (uint32_t i = 0; i < pc->nr_enclaves; i++) {
+		const char *spec = pc->enclaves[i];
+		const char *why = pts_enclave_spec_error(spec);
 		struct pts_enclave enc;
-		const char *why = pts_enclave_parse(pc->enclaves[i], &enc) < 0
-					  ? pts_enclave_spec_error(
-						    pc->enclaves[i])
-				  : pts_config_add_enclave(&cfg, &enc, 0) < 0
-					  ? "it overlaps an enclave given before"
-					  : NULL;
+
+		if (!why && (pts_enclave_parse(spec, &enc) < 0 ||
+			     pts_config_add_enclave(&cfg, &enc, 0) < 0))
+			why = "it overlaps an enclave given before";
 		if (why) {
 			pts_config_fini(&cfg);
 			return pts_cli_usage_error(cmd, "--enclave: '%s': %s",
