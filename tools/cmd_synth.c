@@ -52,7 +52,9 @@ static void help(void)
 	      "      --no-kernel       SYSCALLs and interrupts do not visit\n"
 	      "                        the kernel stub (SYSCALL restarts)\n"
 	      "packets:\n"
-	      "      --psb-period=N    bytes between PSBs (default 4096)\n"
+	      "      --psb-period=N    bytes between PSBs (default 4096); the\n"
+	      "                        config's PSBFreq is the next power of\n"
+	      "                        two from 2K up (hardware's choices)\n"
 	      "      --no-retcomp      DisRETC: no return compression\n"
 	      "      --ret-nocomp-rate=R  compressible RETs sent as TIP anyway\n"
 	      "      --long-tnt        pack up to 47 results into TNT-64\n"
@@ -384,8 +386,11 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			break;
 		case OPT_NO_KERNEL: c->o.kernel = 0; break;
 		case OPT_PSB:
-			bad = pts_cli_parse_u64(cmd, "--psb-period", optarg,
-						1ull << 30, &c->o.psb_period) < 0;
+			/* 0 would put a PSB+ after every instruction */
+			bad = pts_cli_number(optarg, 1ull << 30,
+					     &c->o.psb_period) < 0 ||
+			      !c->o.psb_period;
+			want = "1 to 1073741824";
 			break;
 		case OPT_NO_RETC: c->o.retcomp = 0; break;
 		case OPT_RET_NOCOMP:

@@ -97,6 +97,8 @@ expect_usage() { # WANT COMMAND...
 }
 expect_usage "synth: --insns: bad value '999' (1000 to 1000000000)" \
 	"$ptscope" synth --walk "$tmp/demo" --insns 999 -o "$tmp/w.pt"
+expect_usage "synth: --psb-period: bad value '0' (1 to 1073741824)" \
+	"$ptscope" synth --walk "$tmp/demo" --psb-period 0 -o "$tmp/w.pt"
 # one message for one bad value (no number, or one too large, gave the
 # parser's line and then this one)
 for v in 1e3 1000000001; do
