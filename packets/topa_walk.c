@@ -286,6 +286,12 @@ static int layout_single(struct pts_topa *t, uint32_t *k, uint64_t *off)
 	uint64_t base = t->output_base;
 	uint64_t mask = (t->mask_ptrs & 0xffffffffu) | 0x7f;
 	*off = t->mask_ptrs >> 32;
+	/* a table would be read as the user meant ToPA output */
+	if (t->ndecl)
+		return pts_topa_fail(t, PTS_ERR_BAD_CONFIG,
+				     "single-range output reads no table, "
+				     "yet table 0x%llx is given",
+				     HEX(t->decl_tables[0]));
 	if (mask & (mask + 1))
 		return pts_topa_fail(t, PTS_ERR_BAD_CONFIG,
 				     "IA32_RTIT_OUTPUT_MASK_PTRS 0x%016llx: "

@@ -352,6 +352,10 @@ static const struct {
 	 PTS_ERR_BAD_CONFIG,
 	 "OutputOffset 0x1000 is past the end of the range"},
 	{"mode single\noutput_base 0x100000\noutput_mask_ptrs 0xfff\n"
+	 "table 0x10000\nregion 0x100000 z4K\n",
+	 PTS_ERR_BAD_CONFIG,
+	 "single-range output reads no table, yet table 0x10000 is given"},
+	{"mode single\noutput_base 0x100000\noutput_mask_ptrs 0xfff\n"
 	 "region 0x100000 z2K\n",
 	 PTS_ERR_BAD_FORMAT,
 	 "single range 0x100000 (4K) is not held whole: z2K at 0x100000 has "
