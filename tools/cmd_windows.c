@@ -483,40 +483,6 @@ static int run_raw(struct windows *w)
 
 /* One queue: its buffers in order through one decoder; a buffer that does
  * not continue the one before is a truncation, then a resync. */
-static int run_queue(struct windows *w, const struct pts_perf *perf,
-		     uint32_t qi, struct pts_winrep *rep)
-{
-	const struct pts_perf_queue *q = pts_perf_queue_get(perf, qi);
-	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&w->pkt_config);
-	struct pts_input none = {NULL, 0, 0};
-	uint64_t soff = 0;
-	int rc = 0;
-
-	if (!dec)
-		return -PTS_ERR_NOMEM;
-	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS;
-	     j++) {
-		const struct pts_perf_buffer *b = pts_perf_queue_buffer(perf, qi, j);
-		struct pts_input in = {b->data, (size_t)b->use_size, 0};
-
-		if (j > 0 && !b->consecutive) {
-			pts_pkt_end(dec);
-			pts_winrep_decode(rep, dec, &none);
-			pts_winrep_truncated(rep, soff);
-			pts_pkt_reset(dec, soff, 0);
-		}
-		rc = pts_winrep_decode(rep, dec, &in);
-		soff += b->use_size;
-	}
-	if (rc != -PTS_ERR_NO_PROGRESS) {
-		pts_pkt_end(dec);
-		rc = pts_winrep_decode(rep, dec, &none);
-	}
-	pts_winrep_finish(rep, soff);
-	pts_pkt_decoder_free(dec);
-	return rc == -PTS_ERR_NO_PROGRESS ? rc : 0;
-}
-
 static int run_perf(struct windows *w, int argc, char **argv)
 {
 	struct pts_perf *perf = NULL;
@@ -532,26 +498,34 @@ static int run_perf(struct windows *w, int argc, char **argv)
 	if (!w->config_path)
 		pts_perfcmd_trace_config(perf, &w->config.trace);
 	status = apply_options(w, argc, argv);
+	/* the file's CPU (errata) and clock, unless options said otherwise
+	 * (--cpu sets the configuration's too) */
+	w->pkt_config.cpu = w->config.trace.cpu;
+	w->opts.tsc_hz = pts_config_tsc_hz(&w->config.trace);
 	for (uint32_t i = 0; status == PTS_EXIT_OK &&
 			     i < pts_perf_queue_count(perf); i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(perf, i);
-		char line[160];
+		const struct pts_perfwin_queue wq = {perf, i, w->pkt_config,
+						     w->img, cmd, NULL};
 
-		snprintf(line, sizeof(line),
-			 w->opts.jsonl
-				 ? "{\"type\":\"queue\",\"idx\":%" PRIu32
-				   ",\"cpu\":%" PRId32 ",\"tid\":%" PRId32 "}\n"
-				 : "# queue %" PRIu32 ": cpu %" PRId32
-				   ", tid %" PRId32 "\n",
-			 q->idx, q->cpu, q->tid);
-		pts_out_puts(&w->out, line);
+		if (w->opts.jsonl) {
+			char line[160];
+
+			snprintf(line, sizeof(line),
+				 "{\"type\":\"queue\",\"idx\":%" PRIu32
+				 ",\"cpu\":%" PRId32 ",\"tid\":%" PRId32 "}\n",
+				 q->idx, q->cpu, q->tid);
+			pts_out_puts(&w->out, line);
+		} else {
+			pts_perfwin_queue_line(&w->out, perf, q);
+		}
 		if (pts_winrep_init(&rep, &w->config.trace, &w->opts,
 				    &w->out) < 0) {
 			pts_cli_error(cmd, "out of memory");
 			status = PTS_EXIT_USAGE;
 			break;
 		}
-		if (run_queue(w, perf, i, &rep) < 0 || rep.failed)
+		if (pts_perfwin_run_queue(&wq, &rep) < 0 || rep.failed)
 			status = PTS_EXIT_USAGE;
 		violations += pts_winrep_violations(&rep);
 		pts_winrep_fini(&rep);

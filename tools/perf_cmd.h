@@ -124,6 +124,30 @@ struct pts_trace_config;
 void pts_perfcmd_trace_config(const struct pts_perf *perf,
 			      struct pts_trace_config *tc);
 
+struct pts_winrep;
+struct pts_image;
+/* One queue of a perf.data for a windows report (perf_windows.c). */
+struct pts_perfwin_queue {
+	struct pts_perf *perf;
+	uint32_t qi;
+	struct pts_pkt_config pkt; /* the packet decoder's (errata) */
+	struct pts_image *img;     /* not owned; NULL: packets only */
+	const char *who;           /* the command, in messages */
+	struct perf_cmd *pc;       /* NULL: no progress meter */
+};
+/* The windows report of the queue into @rep (pts_winrep_finish() done):
+ * its buffers through one packet decoder, what the AUX records say was
+ * lost and buffers that do not continue their predecessor as truncated
+ * gaps; with an image, the flow decoder's evidence. Used by `perf windows`
+ * and `windows --perf`. Returns 0, -PTS_ERR_NO_PROGRESS or
+ * -PTS_ERR_NOMEM. */
+int pts_perfwin_run_queue(const struct pts_perfwin_queue *wq,
+			  struct pts_winrep *rep);
+/* The text report's line before a queue: its CPU, thread and the AUX
+ * records that said data was lost. */
+void pts_perfwin_queue_line(struct pts_out *out, const struct pts_perf *perf,
+			    const struct pts_perf_queue *q);
+
 /* The actions in their own files. Return the exit status. */
 int pts_perfcmd_flow(struct perf_cmd *pc);
 int pts_perfcmd_windows(struct perf_cmd *pc);

@@ -83,6 +83,7 @@ static size_t queue_fields(void *ctx, const struct pts_win_record *r, char *p,
 struct queue_code {
 	struct pts_image *img; /* NULL: no code found */
 	struct pts_winev *ev;
+	const char *who; /* the command, for the flow decoder's summary */
 };
 
 /* The code of the queue's process: a per-thread queue's own; a per-cpu
@@ -118,7 +119,7 @@ static int cut(struct pts_winrep *rep, struct pts_pkt_decoder *dec,
 	pts_pkt_end(dec);
 	pts_winrep_decode(rep, dec, &none);
 	if (code->ev) {
-		pts_winev_finish(code->ev, cmd);
+		pts_winev_finish(code->ev, code->who);
 		pts_winev_free(code->ev);
 		code->ev = pts_winev_new_at(rep, code->img, NULL, soff);
 	}
@@ -138,16 +139,17 @@ static int decode(struct pts_winrep *rep, struct pts_pkt_decoder *dec,
 }
 
 /* The queue's buffers through one packet decoder into @rep. */
-static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep,
-		     struct queue_code *code)
+static int run_queue(const struct pts_perfwin_queue *wq,
+		     struct pts_winrep *rep, struct queue_code *code)
 {
 	static uint64_t losses[MAX_LOSSES];
-	const struct pts_perf_queue *q = pts_perf_queue_get(pc->perf, qi);
-	uint32_t nl = pts_perf_queue_losses(pc->perf, qi, losses, MAX_LOSSES);
+	struct pts_perf *perf = wq->perf;
+	const uint32_t qi = wq->qi;
+	const struct pts_perf_queue *q = pts_perf_queue_get(perf, qi);
+	uint32_t nl = pts_perf_queue_losses(perf, qi, losses, MAX_LOSSES);
 	if (nl > MAX_LOSSES)
 		nl = MAX_LOSSES;
-	const struct pts_pkt_config config = {.cpu = pc->machine};
-	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&config);
+	struct pts_pkt_decoder *dec = pts_pkt_decoder_new(&wq->pkt);
 	if (!dec)
 		return -PTS_ERR_NOMEM;
 	if (code->img && !(code->ev = pts_winev_new_at(rep, code->img, NULL, 0))) {
@@ -160,8 +162,8 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep,
 	for (uint32_t j = 0; j < q->nr_buffers && rc != -PTS_ERR_NO_PROGRESS &&
 			     rc != -PTS_ERR_NOMEM;
 	     j++) {
-		const struct pts_perf_buffer *b = pts_perf_queue_buffer(pc->perf,
-									 qi, j);
+		const struct pts_perf_buffer *b =
+			pts_perf_queue_buffer(perf, qi, j);
 		if (j > 0 && !b->consecutive)
 			rc = cut(rep, dec, code, soff);
 		uint64_t pos = 0;
@@ -181,7 +183,8 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep,
 				rc = -PTS_ERR_NOMEM;
 		}
 		soff += b->use_size;
-		pts_perfcmd_progress(pc, b->use_size);
+		if (wq->pc)
+			pts_perfcmd_progress(wq->pc, b->use_size);
 	}
 	/* a loss at the very end of the data */
 	while (li < nl && rc != -PTS_ERR_NO_PROGRESS && rc != -PTS_ERR_NOMEM)
@@ -195,12 +198,34 @@ static int run_queue(struct perf_cmd *pc, uint32_t qi, struct pts_winrep *rep,
 		rc = pts_winrep_decode(rep, dec, &none);
 	}
 	if (code->ev)
-		pts_winev_finish(code->ev, cmd);
+		pts_winev_finish(code->ev, code->who);
 	pts_winrep_finish(rep, soff);
 	pts_winev_free(code->ev);
 	code->ev = NULL;
 	pts_pkt_decoder_free(dec);
 	return rc == -PTS_ERR_NO_PROGRESS || rc == -PTS_ERR_NOMEM ? rc : 0;
+}
+
+int pts_perfwin_run_queue(const struct pts_perfwin_queue *wq,
+			  struct pts_winrep *rep)
+{
+	struct queue_code code = {wq->img, NULL, wq->who};
+
+	return run_queue(wq, rep, &code);
+}
+
+void pts_perfwin_queue_line(struct pts_out *out, const struct pts_perf *perf,
+			    const struct pts_perf_queue *q)
+{
+	const struct pts_perf_str comm = pts_perf_comm_of(perf, q->tid);
+	char line[256];
+
+	snprintf(line, sizeof(line),
+		 "# queue %" PRIu32 ": cpu %" PRId32 ", tid %" PRId32
+		 " (%.*s), %" PRIu64 " AUX truncated\n",
+		 q->idx, q->cpu, q->tid, (int)comm.len,
+		 comm.ptr ? comm.ptr : "", q->aux_truncated);
+	pts_out_puts(out, line);
 }
 
 int pts_perfcmd_windows(struct perf_cmd *pc)
@@ -255,39 +280,33 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 			pts_perf_queue_buffer(pc->perf, i, 0);
 		struct queue_report qr = {pc, q, b0 ? b0->reference : 0,
 					  pts_perf_comm_of(pc->perf, q->tid)};
-		struct queue_code code = {queue_images(pc, maps, q), NULL};
+		struct pts_perfwin_queue wq = {
+			pc->perf, i, {.cpu = pc->machine},
+			queue_images(pc, maps, q), cmd, pc};
 		struct pts_winrep_opts o = {0};
 		o.jsonl = pc->format == FORMAT_JSONL;
 		o.verify = (uint8_t)pc->verify;
-		o.have_map = cfg.n_enclaves != 0 || code.img;
+		o.have_map = cfg.n_enclaves != 0 || wq.img;
 		o.tsc_hz = pts_config_tsc_hz(&cfg.trace);
 		o.jsonl_fields = queue_fields;
 		o.jsonl_ctx = &qr;
-		if (!o.jsonl) {
-			char line[256];
-			snprintf(line, sizeof(line),
-				 "# queue %" PRIu32 ": cpu %" PRId32
-				 ", tid %" PRId32 " (%.*s), %" PRIu64
-				 " AUX truncated\n",
-				 q->idx, q->cpu, q->tid, (int)qr.comm.len,
-				 qr.comm.ptr ? qr.comm.ptr : "", q->aux_truncated);
-			pts_out_puts(&pc->out, line);
-		}
+		if (!o.jsonl)
+			pts_perfwin_queue_line(&pc->out, pc->perf, q);
 		struct pts_winrep rep;
 		if (pts_winrep_init(&rep, &cfg.trace, &o, &pc->out) < 0) {
 			pts_cli_error(cmd, "out of memory");
-			pts_image_free(code.img);
+			pts_image_free(wq.img);
 			status = PTS_EXIT_USAGE;
 			break;
 		}
-		int rc = run_queue(pc, i, &rep, &code);
+		int rc = pts_perfwin_run_queue(&wq, &rep);
 		if (rc == -PTS_ERR_NOMEM)
 			pts_cli_error(cmd, "out of memory");
 		if (rc < 0 || rep.failed)
 			status = PTS_EXIT_USAGE;
 		violations += pts_winrep_violations(&rep);
 		pts_winrep_fini(&rep);
-		pts_image_free(code.img);
+		pts_image_free(wq.img);
 	}
 	pts_perfmaps_free(maps);
 	pts_config_fini(&cfg);
