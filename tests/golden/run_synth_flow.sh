@@ -59,6 +59,22 @@ for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
 done
 cmp -s "$fixtures/bin/enclave_demo" "$tmp/demo" ||
 	{ echo "synth wrote over the ELF it read" >&2; status=1; }
+# A walk that must restart inside a production enclave (this seed hits
+# the recursion limit there) leaves it by EEXIT first: software cannot
+# switch tracing off in enclave mode, and the gap used to end at the
+# restart's random entry, which `windows --verify` rightly flagged.
+"$ptscope" synth --walk "$tmp/demo" --insns 20000 --seed 1 --user-only -q \
+	--enclave 0x500000-0x501000:production,entry=0x500000,aep=0x400138 \
+	-o "$tmp/r.pt" --truth "$tmp/r.truth" --config-out "$tmp/r.cfg"
+if ! grep -q '^! restart' "$tmp/r.truth"; then
+	echo "synth seed 1: no restart in the walk (the case is gone)" >&2
+	status=1
+elif ! "$ptscope" windows --config "$tmp/r.cfg" --verify "$tmp/r.pt" \
+	>"$tmp/r.win"; then
+	echo "synth seed 1: windows --verify:" >&2
+	grep violation "$tmp/r.win" >&2
+	status=1
+fi
 # the files written beside the trace (TRACE.desc, TRACE.kstub) need a
 # regular file there (-o /dev/null made /dev/null.kstub); a bad --topa
 # layout is refused before any output is written (the trace and truth

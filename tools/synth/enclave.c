@@ -72,6 +72,33 @@ int syn_walk_async(struct syn_walk *w, struct syn_step *s)
 	return 1;
 }
 
+/* Software cannot switch tracing off inside an enclave (WRMSR faults in
+ * enclave mode, and a production enclave's gap would end at an address
+ * neither an EEXIT target nor the AEP): the thread leaves first, by an
+ * EEXIT to the instruction after the ENCLU that entered (the SDK's exit),
+ * which the walk takes the instruction at @ip to be. An AEX would not do:
+ * a restart at the AEP's ENCLU reads as the ERESUME. */
+int syn_walk_leave_enclave(struct syn_walk *w, struct syn_step *s,
+			   uint64_t ip)
+{
+	const int encl = w->where.encl;
+
+	if (encl < 0 || w->restart_here || !w->encl[encl].eexit_to)
+		return 0;
+	s->kind = SYN_ENCLU;
+	s->ip = ip;
+	s->size = 0;
+	s->next = w->encl[encl].eexit_to;
+	s->at = w->where;
+	s->to.cpl = 3;
+	s->to.encl = -1;
+	s->extra_cycles = CYC_ENCLU;
+	w->depth = w->encl[encl].depth;
+	w->encl[encl].eexit_to = 0;
+	w->restart_next = 1;
+	return 1;
+}
+
 /* SYSCALL goes to the stub in ring 0; the stub's SYSRET/IRET come back
  * to where ring 3 left. Other far transfers cannot be followed. */
 void syn_walk_far(struct syn_walk *w, const struct syn_insn *in,

@@ -407,10 +407,14 @@ void syn_walk_push(struct syn_walk *w, uint64_t ra)
 }
 
 /* Restarts the walk: tracing goes off before @ip (not executed) and on
- * again at a function entry outside any enclave. */
+ * again at a function entry outside any enclave. Inside an enclave the
+ * thread leaves by EEXIT first (syn_walk_leave_enclave()). */
 void syn_walk_make_restart(struct syn_walk *w, struct syn_step *s, uint64_t ip)
 {
 	struct syn_where host = {3, -1};
+	if (syn_walk_leave_enclave(w, s, ip))
+		return;
+	w->restart_next = 0;
 	s->kind = SYN_RESTART;
 	s->ip = ip;
 	s->size = 0;
@@ -492,7 +496,7 @@ int syn_walk_next(struct syn_walk *w, struct syn_step *s)
 		w->queued = 0;
 		goto done;
 	}
-	if (w->restart_here || loop_closed(w)) {
+	if (w->restart_here || w->restart_next || loop_closed(w)) {
 		syn_walk_make_restart(w, s, w->ip);
 		goto done;
 	}

@@ -50,6 +50,7 @@ struct syn_walk {
 	struct syn_walk_encl *encl; /* per enclave */
 	uint64_t kret;              /* where ring 0 returns to */
 	uint8_t restart_here;
+	uint8_t restart_next; /* left an enclave to restart */
 	uint8_t queued;
 	struct syn_step queue;
 
@@ -85,6 +86,11 @@ void syn_walk_make_restart(struct syn_walk *w, struct syn_step *s,
 
 /* enclave.c */
 int syn_walk_async(struct syn_walk *w, struct syn_step *s);
+/* A restart before @ip inside an enclave entered by EENTER: @s becomes
+ * the EEXIT back to the host and the restart follows there. Returns 1
+ * when it did. */
+int syn_walk_leave_enclave(struct syn_walk *w, struct syn_step *s,
+			   uint64_t ip);
 void syn_walk_far(struct syn_walk *w, const struct syn_insn *in,
 		  struct syn_step *s);
 void syn_walk_enclu(struct syn_walk *w, const struct syn_insn *in,
