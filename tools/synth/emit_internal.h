@@ -23,6 +23,7 @@ struct syn_emitter {
 
 	struct pts_lastip lip;
 	uint8_t mode_since_psb; /* a MODE.Exec went out since the last PSB */
+	uint8_t in_psb_plus;    /* syn_psb_plus() is writing */
 	uint64_t psb_mark;      /* sink total at the last PSB */
 
 	/* TNT bits waiting for their packet, oldest highest. */

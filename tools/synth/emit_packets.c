@@ -78,8 +78,12 @@ static int put_raw(struct syn_emitter *em, const struct pts_packet *pkt)
 	em->st.packets++;
 	if (pkt->kind != PTS_PKT_TSC && pkt->kind != PTS_PKT_TMA &&
 	    pkt->kind != PTS_PKT_MTC && pkt->kind != PTS_PKT_CYC &&
-	    pkt->kind != PTS_PKT_CBR)
+	    pkt->kind != PTS_PKT_CBR) {
 		em->st.flow_packets++;
+		em->st.bind_packets += pkt->kind != PTS_PKT_TNT8 &&
+				       pkt->kind != PTS_PKT_TNT64 &&
+				       !em->in_psb_plus;
+	}
 	if (!em->mark_pending &&
 	    (pkt->kind == PTS_PKT_TSC || pkt->kind == PTS_PKT_MTC ||
 	     pkt->kind == PTS_PKT_CYC)) {
@@ -303,12 +307,11 @@ static int pip_allowed(const struct syn_emitter *em)
 	       syn_context_why(em, em->where) == SYN_VISIBLE;
 }
 
-int syn_psb_plus(struct syn_emitter *em)
+/* PSB ... PSBEND, after the pending TNT went out. */
+static int psb_plus(struct syn_emitter *em)
 {
 	struct pts_packet pkt;
-	int err = syn_tnt_flush(em);
-	if (err < 0 || em->dropping)
-		return err;
+	int err;
 	em->psb_mark = em->sink->total;
 	em->st.psbs++;
 	/* The CPU resets its last-IP with every PSB, and only RETs whose
@@ -341,6 +344,17 @@ int syn_psb_plus(struct syn_emitter *em)
 			return err;
 	}
 	return syn_simple(em, PTS_PKT_PSBEND);
+}
+
+int syn_psb_plus(struct syn_emitter *em)
+{
+	int err = syn_tnt_flush(em);
+	if (err < 0 || em->dropping)
+		return err;
+	em->in_psb_plus = 1;
+	err = psb_plus(em);
+	em->in_psb_plus = 0;
+	return err;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -159,7 +159,7 @@ static int drive_step(struct syn_driver *d, struct pending *pend,
 	struct syn_emit_stats st;
 	int was_dropping = syn_emit_overflow_active(d->em);
 	syn_emit_stats(d->em, &st);
-	uint64_t before = st.flow_packets + st.tnt_bits;
+	uint64_t before = st.bind_packets + st.tnt_bits;
 	int hid = syn_emit_step(d->em, s);
 	if (hid < 0)
 		return hid;
@@ -171,10 +171,11 @@ static int drive_step(struct syn_driver *d, struct pending *pend,
 		/* Instructions after the last such packet before an
 		 * overflow cannot be told from the ones lost in it: a
 		 * decoder meets the OVF first (libipt reads ahead past
-		 * timing packets). They are hidden too. */
+		 * timing packets, and past a PSB+ with the TNT it flushed:
+		 * bind_packets). They are hidden too. */
 		pending_hide(pend, SYN_HID_OVERFLOW);
 		pending_flush(d, pend);
-	} else if (st.flow_packets + st.tnt_bits != before ||
+	} else if (st.bind_packets + st.tnt_bits != before ||
 		   pend->n >= 1024) {
 		pending_flush(d, pend);
 	}

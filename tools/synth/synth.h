@@ -192,6 +192,11 @@ struct syn_emit_stats {
 	/* Packets other than TSC, TMA, MTC, CYC and CBR: the ones a decoder
 	 * walking instructions stops for (libipt reads past the others). */
 	uint64_t flow_packets;
+	/* Of them, those that bind the instructions before them: not TNTs
+	 * (their bits count in tnt_bits, at the branch), not those of PSB+
+	 * (status: libipt reads past them to the next packet, an OVF right
+	 * after included). */
+	uint64_t bind_packets;
 };
 void syn_emit_stats(const struct syn_emitter *em, struct syn_emit_stats *st);
 
