@@ -420,11 +420,17 @@ static int run_raw(struct windows *w)
 	memset(&rep, 0, sizeof(rep));
 	if (!w->in && pts_trace_input_open(cmd, w->trace, &opened) < 0)
 		return PTS_EXIT_USAGE;
+	/* Bytes before the first PSB: a trace that starts mid-stream (a file
+	 * cut at its start, a ring that wrapped), not a decode error; but an
+	 * unwrapped ToPA buffer starts where tracing did, and --no-sync says
+	 * the first packet starts at byte 0. */
 	if (src->topa) {
 		struct pts_topa_info ti;
 
 		w->opts.lead_truncated =
 			pts_topa_get_info(src->topa, &ti) == 0 && ti.wrapped;
+	} else {
+		w->opts.lead_truncated = !w->pkt_config.no_sync;
 	}
 	dec = pts_pkt_decoder_new(&w->pkt_config);
 	if (!dec || pts_winrep_init(&rep, &w->config.trace, &w->opts,
@@ -495,6 +501,10 @@ static int run_perf(struct windows *w, int argc, char **argv)
 	const int damaged = pts_perfcmd_open(cmd, w->trace, &perf);
 	if (damaged < 0)
 		return PTS_EXIT_USAGE;
+	if (pts_perfcmd_no_pt(cmd, w->trace, perf)) {
+		pts_perf_close(perf);
+		return PTS_EXIT_USAGE;
+	}
 	if (!w->config_path)
 		pts_perfcmd_trace_config(perf, &w->config.trace);
 	status = apply_options(w, argc, argv);

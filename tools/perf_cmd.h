@@ -116,6 +116,11 @@ size_t pts_perfcmd_json_str(char *p, size_t room, const char *s, size_t len);
 int pts_perfcmd_open(const char *who, const char *path,
 		     struct pts_perf **perf);
 
+/* A capture without PT data (and not damaged: then it may be behind the
+ * damage) is refused, as @who: returns PTS_EXIT_USAGE (said), else 0. */
+int pts_perfcmd_no_pt(const char *who, const char *path,
+		      const struct pts_perf *perf);
+
 struct pts_trace_config;
 /* The configuration perf recorded into @tc (perf_windows.c): attr.config
  * maps onto RTIT_CTL bit for bit, AUXTRACE_INFO gives the CPUID 0x15 ratio

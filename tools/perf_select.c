@@ -94,20 +94,30 @@ int pts_perfcmd_tid_unseen(const struct perf_cmd *pc)
 	return 1;
 }
 
+int pts_perfcmd_no_pt(const char *who, const char *path,
+		      const struct pts_perf *perf)
+{
+	struct pts_perf_pt_info pt;
+
+	/* In a damaged file the PT may be behind the damage, which was
+	 * reported (exit 1). */
+	if (pts_perf_queue_count(perf) || pts_perf_summary(perf)->damaged)
+		return 0;
+	return pts_cli_usage_error(
+		who, "%s holds no Intel PT trace (%s)", path,
+		pts_perf_pt_info(perf, &pt) >= 0
+			? "no AUXTRACE data"
+			: "no AUXTRACE_INFO record: record with -e intel_pt//");
+}
+
 int pts_perfcmd_check_selection(struct perf_cmd *pc)
 {
 	const uint32_t nq = pts_perf_queue_count(pc->perf);
-	/* In a damaged file the PT may be behind the damage, which was
-	 * reported (exit 1). */
-	if (!nq && pc->action != ACTION_INFO &&
-	    !pts_perf_summary(pc->perf)->damaged) {
-		struct pts_perf_pt_info pt;
-		const int has_pt = pts_perf_pt_info(pc->perf, &pt) >= 0;
-		return pts_cli_usage_error(
-			cmd, "%s holds no Intel PT trace (%s)", pc->path,
-			has_pt ? "no AUXTRACE data"
-			       : "no AUXTRACE_INFO record: record with -e "
-				 "intel_pt//");
+	if (pc->action != ACTION_INFO) {
+		const int rc = pts_perfcmd_no_pt(cmd, pc->path, pc->perf);
+
+		if (rc)
+			return rc;
 	}
 	uint32_t selected = 0;
 	for (uint32_t i = 0; i < nq; i++)

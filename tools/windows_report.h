@@ -16,8 +16,8 @@ struct pts_winrep_opts {
 	uint8_t verify;   /* print violations (else only count them) */
 	uint8_t have_map; /* an enclave map was given (else a note) */
 	uint64_t tsc_hz;  /* 0: times in TSC ticks only */
-	/* The stream starts where a wrapped ToPA ring's oldest bytes were
-	 * overwritten: the bytes skipped before its first PSB are a truncated
+	/* The stream may start mid-way (a file cut at its start, a wrapped
+	 * ToPA ring): the bytes skipped before its first PSB are a truncated
 	 * gap, not a decode error. */
 	uint8_t lead_truncated;
 	/* A TSC/CTC ratio was given without MTCFreq (--mtc-freq, --ctl or a
