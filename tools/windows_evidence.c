@@ -419,12 +419,19 @@ void pts_winev_finish(struct pts_winev *ev, const char *cmd)
 	if (!ev->st.errors)
 		return;
 	snprintf(text, sizeof(text), "%" PRIu64, ev->st.errors);
+	/* the hint only where the code is what disagrees: a packet that
+	 * does not decode is the trace's fault (the model shows it too) */
+	const int code = ev->first_error == -PTS_ERR_NOMAP ||
+			 ev->first_error == -PTS_ERR_BAD_INSN ||
+			 ev->first_error == -PTS_ERR_TRACE_MISMATCH ||
+			 ev->first_error == -PTS_ERR_RETSTACK_EMPTY ||
+			 ev->first_error == -PTS_ERR_BAD_MODE;
 	fprintf(stderr,
 		"ptscope %s: flow decoder: %s error(s), the first at offset "
-		"0x%" PRIx64 " ip 0x%" PRIx64 ": %s (images wrong or "
-		"missing?)\n",
+		"0x%" PRIx64 " ip 0x%" PRIx64 ": %s%s\n",
 		cmd, text, ev->first_error_offset, ev->first_error_ip,
-		pts_strerror(ev->first_error));
+		pts_strerror(ev->first_error),
+		code ? " (images wrong or missing?)" : "");
 }
 
 void pts_winev_get_stats(const struct pts_winev *ev,

@@ -104,5 +104,15 @@ head -c 100 "$tmp/lead.pt" >"$tmp/none.pt"
 out=$("$ptscope" flow $k "$tmp/none.pt") ||
 	fail "none: exit $?, want 0"
 [ "$out" = "[0-64: skipped 100 bytes to resync]" ] || fail "none: '$out'"
+# windows with these images: the missing stub is the images' fault (the
+# hint says so); a packet that does not decode is the trace's (no hint)
+"$ptscope" windows --elf "$demo" "$tmp/t.pt" 2>"$tmp/wi" >/dev/null || true
+grep -q 'no code mapped at address (images wrong or missing?)' "$tmp/wi" ||
+	fail "windows: '$(cat "$tmp/wi")'"
+cp "$tmp/t.pt" "$tmp/bad.pt"
+printf '\331' | dd of="$tmp/bad.pt" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$ptscope" windows --elf "$demo" "$tmp/bad.pt" 2>"$tmp/wb" >/dev/null || true
+grep -q 'the first at offset 0x64 ip 0x0: unknown opcode$' "$tmp/wb" ||
+	fail "windows bad opcode: '$(cat "$tmp/wb")'"
 echo "stop: $n_stop instructions; resync: $n_go instructions," \
 	"$errors errors, $skips skips"
