@@ -524,6 +524,10 @@ uint64_t pts_clockwalk_event(struct clock_walk *c, int async_done)
 uint64_t pts_clockwalk_error(struct clock_walk *c)
 {
 	struct perf_sampler *s = &c->smp;
+	/* an error before any instruction of the stretch (no code at the
+	 * TIP.PGE's IP): perf has read up to that packet, its TSC included */
+	if (s->need_fetch)
+		smp_fetch(c);
 	smp_update(c);
 	smp_estimate(c);
 	if (!s->synced)

@@ -331,7 +331,9 @@ static void print_break(struct queue_flow *f, uint64_t off, const char *why)
 {
 	struct perf_cmd *pc = f->pc;
 	release(f);
-	if (pc->quiet || pc->format == FORMAT_PERF)
+	/* with --tid, the selected thread's breaks only */
+	if (pc->quiet || pc->format == FORMAT_PERF ||
+	    (pc->tid >= 0 && f->tid != pc->tid))
 		return;
 	pts_perfcmd_mark(pc, f->time);
 	char *p = pts_out_reserve(&pc->out, 512);
