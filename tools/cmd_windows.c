@@ -487,8 +487,8 @@ static int run_raw(struct windows *w)
 
 /* --- perf.data ------------------------------------------------------------ */
 
-/* One queue: its buffers in order through one decoder; a buffer that does
- * not continue the one before is a truncation, then a resync. */
+/* Each queue of the perf.data, as `perf windows` walks it, configured
+ * from the file and the options on top. */
 static int run_perf(struct windows *w, int argc, char **argv)
 {
 	struct pts_perf *perf = NULL;
@@ -509,9 +509,11 @@ static int run_perf(struct windows *w, int argc, char **argv)
 		pts_perfcmd_trace_config(perf, &w->config.trace);
 	status = apply_options(w, argc, argv);
 	/* the file's CPU (errata) and clock, unless options said otherwise
-	 * (--cpu sets the configuration's too) */
+	 * (--cpu sets the configuration's too); its CTL has MTCFreq */
 	w->pkt_config.cpu = w->config.trace.cpu;
 	w->opts.tsc_hz = pts_config_tsc_hz(&w->config.trace);
+	if (w->config.trace.known & PTS_CFG_CTL)
+		w->opts.mtc_freq_assumed = 0;
 	for (uint32_t i = 0; status == PTS_EXIT_OK &&
 			     i < pts_perf_queue_count(perf); i++) {
 		const struct pts_perf_queue *q = pts_perf_queue_get(perf, i);
