@@ -301,6 +301,13 @@ static char *beside(const char *trace, const char *suffix)
 	return p;
 }
 
+/* Whether --config-out comes with TRACE.kstub: ring 0 is traced, and
+ * the decoder needs the kernel stub's bytes. */
+static int writes_kstub(const struct synth_cli *c)
+{
+	return c->config_out && !c->o.user_only && c->o.kernel;
+}
+
 /* No output may be the program being read (synth maps it: writing it
  * would crash the run and destroy the file) or another output, those
  * written beside the trace included (TRACE.desc with --topa, TRACE.kstub
@@ -308,7 +315,7 @@ static char *beside(const char *trace, const char *suffix)
  * valid. Checked before anything is opened. */
 static int check_paths(const struct synth_cli *c)
 {
-	const int kstub = c->config_out && !c->o.user_only && c->o.kernel;
+	const int kstub = writes_kstub(c);
 	char *desc = c->topa ? beside(c->output, ".desc") : NULL;
 	char *stub = kstub ? beside(c->output, ".kstub") : NULL;
 	const struct synth_out outs[] = {
@@ -530,14 +537,11 @@ static int write_config(struct synth_cli *c, struct pts_config *cfg)
 	if (!c->config_out)
 		return 0;
 	syn_options_to_config(&c->o, cfg);
-	if (!c->o.user_only && c->o.kernel) {
+	if (writes_kstub(c)) {
 		/* Ring 0 is traced: the decoder needs the stub's bytes. */
-		size_t n = strlen(c->output);
-		char *kpath = malloc(n + 7);
+		char *kpath = beside(c->output, ".kstub");
 		if (!kpath)
 			return -1;
-		memcpy(kpath, c->output, n);
-		strcpy(kpath + n, ".kstub");
 		FILE *k = fopen(kpath, "wb");
 		int ok = k && fwrite(syn_kstub, 1, sizeof(syn_kstub), k) ==
 				      sizeof(syn_kstub);

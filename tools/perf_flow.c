@@ -249,6 +249,14 @@ static void print_jsonl_insns(struct queue_flow *f, struct pts_flow_printer *pr,
 	f->time = body;
 }
 
+/* Whether lines of @f's thread now are printed (not with -q; with --tid,
+ * that thread's only). */
+static int printed(const struct queue_flow *f)
+{
+	const struct perf_cmd *pc = f->pc;
+	return !pc->quiet && (pc->tid < 0 || f->tid == pc->tid);
+}
+
 /* Prints record @r, located: at the time and thread of @f. */
 static void print_rec(struct queue_flow *f, const struct pts_flow_rec *r)
 {
@@ -257,7 +265,7 @@ static void print_rec(struct queue_flow *f, const struct pts_flow_rec *r)
 	struct pts_flow_printer pr = {&pc->out, f->flow,
 				      pc->format == FORMAT_JSONL,
 				      (uint8_t)pc->no_inst, fields, 0};
-	if (pc->quiet || (pc->tid >= 0 && f->tid != pc->tid))
+	if (!printed(f))
 		return;
 	pc->tid_lines++;
 	pts_perfcmd_mark(pc, f->time);
@@ -331,9 +339,7 @@ static void print_break(struct queue_flow *f, uint64_t off, const char *why)
 {
 	struct perf_cmd *pc = f->pc;
 	release(f);
-	/* with --tid, the selected thread's breaks only */
-	if (pc->quiet || pc->format == FORMAT_PERF ||
-	    (pc->tid >= 0 && f->tid != pc->tid))
+	if (!printed(f) || pc->format == FORMAT_PERF)
 		return;
 	pts_perfcmd_mark(pc, f->time);
 	char *p = pts_out_reserve(&pc->out, 512);
