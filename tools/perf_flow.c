@@ -197,7 +197,8 @@ static size_t jsonl_fields(const struct queue_flow *f, char *p, size_t cap)
 	return len + (size_t)n;
 }
 
-/* perf script -F comm,tid,cpu,time,ip,sym: one line per instruction. */
+/* perf script -F comm,tid,cpu,time,ip,sym (time only when perf decodes
+ * with timestamps): one line per instruction. */
 static void print_perf(struct queue_flow *f, const struct pts_flow_rec *r)
 {
 	char comm[24];
@@ -210,16 +211,19 @@ static void print_perf(struct queue_flow *f, const struct pts_flow_rec *r)
 		uint64_t t = i + 1 == r->n ? f->time_last
 			     : i < f->split ? f->time_head
 					     : f->time;
-		uint64_t secs = t / 1000000000u;
-		uint64_t usecs = t % 1000000000u / 1000u;
 		const struct pts_symbol *sym =
 			pts_image_symbol_at(f->img, r->cr3, r->ips[i]);
 		char *p = pts_out_reserve(&f->pc->out, 512);
-		int n = snprintf(p, pts_out_room(&f->pc->out),
-				 "%16s %5" PRId32 " [%03" PRId32 "] %5" PRIu64
-				 ".%06" PRIu64 ":  %16" PRIx64 " %s\n",
-				 comm, f->tid, f->q->cpu, secs, usecs, r->ips[i],
-				 sym ? sym->name : "[unknown]");
+		const size_t room = pts_out_room(&f->pc->out);
+		int n = snprintf(p, room, "%16s %5" PRId32 " [%03" PRId32 "] ",
+				 comm, f->tid, f->q->cpu);
+		/* timeless decoding: perf has no time field to print */
+		if (f->timed)
+			n += snprintf(p + n, room - (size_t)n,
+				      "%5" PRIu64 ".%06" PRIu64 ": ",
+				      t / 1000000000u, t % 1000000000u / 1000u);
+		n += snprintf(p + n, room - (size_t)n, " %16" PRIx64 " %s\n",
+			      r->ips[i], sym ? sym->name : "[unknown]");
 		pts_out_commit(&f->pc->out, (size_t)n);
 	}
 }

@@ -13,7 +13,9 @@
 # periods and TSC:CTC ratios, CBR changes, no MTC), async events, overflows,
 # no return compression, long TNT, short PSB periods, debug and production
 # enclaves (perf has no enclave logic: it sees FUP + TIP.PGD and the TIP.PGE
-# after, as any disable). Not covered: CYC (perf's cycle-accurate timing is
+# after, as any disable), and a walk without TSC, which perf decodes
+# timeless: no time field (-F without time; ptscope's jsonl time is null
+# throughout). Not covered: CYC (perf's cycle-accurate timing is
 # not modelled) and traces of code perf cannot read (kernel stubs: perf's
 # error recovery walks other instructions). Skips (77) with a message when
 # perf is not installed.
@@ -30,6 +32,7 @@ trap 'rm -rf "$tmp"' EXIT
 production=0x500000-0x501000:production,entry=0x500000,aep=0x400138
 debug=0x500000-0x501000:debug,entry=0x500000
 fail=0
+timeless=0 # the case has no timestamps: perf prints no time field
 # "NS IP" per instruction from perf's "SECS.NANOSECS: IP" lines.
 perf_ns() {
 	awk '{ t = $1; sub(/:$/, "", t); split(t, p, ".")
@@ -48,8 +51,10 @@ run_case() {
 		--perf-data "$d/perf.data" -q "$@" 2>"$d/err"; then
 		echo "$name: synth failed"; cat "$d/err"; fail=1; return
 	fi
+	fields=comm,tid,cpu,time,ip,sym
+	[ "$timeless" = 1 ] && fields=comm,tid,cpu,ip,sym
 	perf script -i "$d/perf.data" --itrace=i0ns \
-		-F comm,tid,cpu,time,ip,sym >"$d/perf.txt" 2>"$d/perf.err"
+		-F "$fields" >"$d/perf.txt" 2>"$d/perf.err"
 	"$ptscope" perf flow --format perf "$d/perf.data" >"$d/ours.txt" \
 		2>"$d/ours.err"
 	n=$(wc -l <"$d/perf.txt")
@@ -61,6 +66,16 @@ run_case() {
 		echo "$name: perf and ptscope differ ($n vs $(wc -l <"$d/ours.txt") lines):"
 		diff "$d/perf.txt" "$d/ours.txt" | head -20
 		fail=1
+		return
+	fi
+	if [ "$timeless" = 1 ]; then
+		timed=$("$ptscope" perf flow --format jsonl "$d/perf.data" \
+			2>/dev/null | grep -c '"time":[0-9]')
+		if [ "$timed" -ne 0 ]; then
+			echo "$name: $timed jsonl lines have a time"; fail=1
+			return
+		fi
+		echo "$name: $n instructions agree, without time"
 		return
 	fi
 	perf script -i "$d/perf.data" --itrace=i0ns --ns -F time,ip \
@@ -96,4 +111,6 @@ run_case enclave_production --insns 20000 --seed 1 --user-only --tsc --mtc \
 	--enclave "$production" --aex-rate 5000
 run_case enclave_debug --insns 20000 --seed 15 --user-only --tsc --mtc \
 	--enclave "$debug" --aex-rate 5000 --async-rate 5000
+timeless=1
+run_case timeless --insns 20000 --seed 16 --user-only --async-rate 5000
 exit $fail
