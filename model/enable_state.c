@@ -504,6 +504,11 @@ int pts_win_lost(struct pts_win_model *m, int cause, uint64_t begin,
 	 * next PSB: one gap. */
 	if (m->started && m->state == PTS_ST_OFF && m->gap.lost_cause == cause)
 		return (int)m->q_len;
+	/* A whole PSB+ with a FUP said tracing was on, unless a TIP.PGE
+	 * came next (BDM70): what came next is lost, so it was on, as at
+	 * the end of the trace. */
+	if (m->pend_psb)
+		enable_at_psb_fup(m);
 	m->in_psb = 0;
 	m->pend_psb = m->pend_mode = m->pend_ovf = 0;
 	m->has_fup = 0;

@@ -429,6 +429,7 @@ static int run_raw(struct windows *w)
 
 		w->opts.lead_truncated =
 			pts_topa_get_info(src->topa, &ti) == 0 && ti.wrapped;
+		w->opts.tail_truncated = 1;
 	} else {
 		w->opts.lead_truncated = !w->pkt_config.no_sync;
 	}

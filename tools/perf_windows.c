@@ -211,6 +211,9 @@ int pts_perfwin_run_queue(const struct pts_perfwin_queue *wq,
 {
 	struct queue_code code = {wq->img, NULL, wq->who};
 
+	/* an AUX buffer may end inside a packet (perf copies out what the
+	 * hardware wrote so far) */
+	rep->opts.tail_truncated = 1;
 	return run_queue(wq, rep, &code);
 }
 

@@ -685,8 +685,9 @@ int pts_winrep_decode(struct pts_winrep *w, struct pts_pkt_decoder *dec,
 		/* Skipped or undecodable bytes, or a last packet cut off by
 		 * the end of the data: a gap the model must show. */
 		pts_pkt_error_range(dec, &begin, &end);
-		const int cut = n == -PTS_ERR_TRUNCATED ||
-				(begin == 0 && w->opts.lead_truncated);
+		const int cut =
+			(n == -PTS_ERR_TRUNCATED && w->opts.tail_truncated) ||
+			(begin == 0 && w->opts.lead_truncated);
 		const int cause = cut ? PTS_GAP_TRUNCATED
 				      : PTS_GAP_DECODE_ERROR;
 		if (w->ev)

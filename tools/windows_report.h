@@ -20,6 +20,10 @@ struct pts_winrep_opts {
 	 * ToPA ring): the bytes skipped before its first PSB are a truncated
 	 * gap, not a decode error. */
 	uint8_t lead_truncated;
+	/* The stream may end inside a packet (a ToPA STOP or full buffer,
+	 * perf's AUX data): a last packet cut off is a truncated gap. In a
+	 * plain file it is a decode error, as `dump` and `flow` report it. */
+	uint8_t tail_truncated;
 	/* A TSC/CTC ratio was given without MTCFreq (--mtc-freq, --ctl or a
 	 * configuration): MTCs are taken as N = 0, said in a note. */
 	uint8_t mtc_freq_assumed;

@@ -220,10 +220,12 @@ static void test_overflow_errata(void)
 	      (wt_find(&res, PTS_REC_GAP, 0)->flags & PTS_GAPF_UNCERTAIN));
 }
 
+/* Bytes no packet starts with (02 04: an unknown extended opcode). */
+static const uint8_t bad[] = {0x02, 0x04, 0x00, 0x00};
+
 /* Undecodable bytes: a decode-error gap until the next PSB+ with FUP. */
 static void test_decode_error(void)
 {
-	static const uint8_t bad[] = {0x02, 0x04, 0x00, 0x00};
 	struct pts_trace_config cfg = config(PTS_CTL_USER);
 	const struct pts_win_record *g;
 	struct wtrace t;
@@ -237,6 +239,25 @@ static void test_decode_error(void)
 	g = wt_find(&res, PTS_REC_GAP, 0);
 	CHECK(g && g->end.edge == PTS_EDGE_PSB_FUP);
 	CHECK_EQ(wt_count(&res, PTS_REC_WINDOW, -1), 2);
+}
+
+/* A PSB+ with FUP, then undecodable bytes: what came after the PSB+ is
+ * lost, so it was no TIP.PGE (BDM70), and tracing was on from the FUP, as
+ * at the end of a trace; the decode-error gap follows a window. */
+static void test_decode_error_after_psb_fup(void)
+{
+	struct pts_trace_config cfg = config(PTS_CTL_USER);
+	struct wtrace t;
+
+	wt_init(&t);
+	wt_header(&t, 1, CODE);
+	wt_bytes(&t, bad, sizeof(bad));
+	run(&t, &cfg);
+	const struct pts_win_record *w = wt_find(&res, PTS_REC_WINDOW, 0);
+	CHECK(w && w->begin.edge == PTS_EDGE_PSB_FUP && w->begin.ip == CODE);
+	CHECK(w && w->end.edge == PTS_EDGE_SKIP);
+	CHECK_EQ(wt_count(&res, PTS_REC_GAP, -1), 1);
+	expect_gap(0, PTS_GAP_DECODE_ERROR, PTS_BASIS_PACKETS);
 }
 
 /* The last packet cut off: a truncation gap at the end. */
@@ -373,6 +394,7 @@ int main(void)
 	test_overflow();
 	test_overflow_errata();
 	test_decode_error();
+	test_decode_error_after_psb_fup();
 	test_truncated();
 	test_needs_images();
 	test_evidence_syscall();
