@@ -232,12 +232,40 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 	}
 }
 
+/* @path with its directory resolved (the file itself need not exist):
+ * "a.pt" and "./a.pt" give one name. Returns NULL (free() it) when the
+ * directory does not resolve. */
+static char *resolved_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	char *dir = strdup(slash ? path : "."), *real, *out = NULL;
+
+	if (!dir)
+		return NULL;
+	if (slash) /* "/x" lies in "/", "d/x" in "d" */
+		dir[slash == path ? 1 : slash - path] = 0;
+	real = realpath(dir, NULL);
+	if (real && (out = malloc(strlen(real) + strlen(base) + 2)))
+		sprintf(out, "%s/%s", real, base);
+	free(real);
+	free(dir);
+	return out;
+}
+
 int pts_cli_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
-	return !strcmp(a, b) ||
-	       (stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-		sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+	if (!strcmp(a, b))
+		return 1;
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	/* not both there yet: the same name in the same directory */
+	char *ra = resolved_dir(a), *rb = resolved_dir(b);
+	const int same = ra && rb && !strcmp(ra, rb);
+	free(ra);
+	free(rb);
+	return same;
 }
 
 const char *pts_cli_image_errstr(int raw, int err)

@@ -52,8 +52,9 @@ int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
 void pts_cli_config_error(const char *cmd, const char *path, int line,
 			  int err);
 
-/* Whether @a and @b name one file: the same path, or one existing file
- * under two names. */
+/* Whether @a and @b name one file: the same path, one existing file under
+ * two names, or (while either is still to be written) one name in one
+ * directory reached by two paths ("a.pt", "./a.pt"). */
 int pts_cli_same_file(const char *a, const char *b);
 
 /* pts_cli_errstr() for the argument of --elf (@raw 0) or --raw (@raw 1):

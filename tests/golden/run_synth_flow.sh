@@ -33,14 +33,18 @@ for dir in "$fixtures"/synth/*/; do
 	fi
 done
 # synth refuses an output that is the program it reads (it maps it:
-# writing it crashed the run and left it empty) or another output; a
-# copy of the ELF, so that a regression cannot destroy the fixture.
+# writing it crashed the run and left it empty) or another output, also
+# under another path to a file not there yet (-o p --perf-data ./p died
+# of SIGBUS); a copy of the ELF, so that a regression cannot destroy the
+# fixture.
 cp "$fixtures/bin/enclave_demo" "$tmp/demo"
 ln -s demo "$tmp/link"
 for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
 	"-o $tmp/y --perf-data $tmp/y" "-o $tmp/z --config-out $tmp/z" \
 	"-o $tmp/k --config-out $tmp/k.kstub" "-o $tmp/d --topa 4K \
-	--truth $tmp/d.desc" "-o $tmp/demo BASE"; do
+	--truth $tmp/d.desc" "-o $tmp/demo BASE" \
+	"-o $tmp/p --perf-data $tmp/./p" \
+	"-o $tmp/q --truth $tmp/../${tmp##*/}/q"; do
 	# the program at a base: FILE:BASE names the file FILE
 	walk=$tmp/demo
 	case $args in
