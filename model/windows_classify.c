@@ -111,6 +111,12 @@ static int try_enclave(struct pts_win_model *m, struct pts_win_record *rec,
 
 	if (is_aex_event(m, rec, after_aex, x))
 		return 0;
+	/* Back at the IP where it stopped: an interrupt's IRET (even at an
+	 * ENCLU, before it ran, or at an EEXIT target). An enclave is left
+	 * at its EEXIT target or the AEP, neither the ENCLU that entered it
+	 * (the FUP's IP) unless that is the AEP (ERESUME, then AEX). */
+	if (closed && y == x && aep_x < 0 && !learned_x)
+		return 0;
 	if (g->has_ev && !ev_enclu) {
 		if (shaped)
 			pts_win_violation(m, PTS_RULE_ENTRY_NOT_ENCLU,

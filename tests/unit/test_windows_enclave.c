@@ -409,6 +409,44 @@ static void test_entry_not_enclu(void)
 	      wt_find(&res, PTS_REC_GAP, 0)->cause == PTS_GAP_CPL);
 }
 
+/* An interrupt that returns to the IP where it stopped is no enclave call,
+ * even at the ENCLU of an EENTER (before it ran) or at an EEXIT target
+ * seen before (with the code: not an ENCLU there, and no entry-not-enclu
+ * either). An enclave is left at the EEXIT target or the AEP. */
+static void test_interrupt_resumes_at_fup(void)
+{
+	struct pts_trace_config cfg = config(1);
+	struct pts_win_evidence ev = {PTS_EV_DISABLE_INSN, PTS_EV_INSN_OTHER,
+				      0, SITE + 3};
+	struct wtrace t;
+	size_t pgd;
+
+	wt_init(&t);
+	open_enclave_gap(&t, SITE);
+	wt_ip(&t, PTS_PKT_TIP_PGE, SITE + 3);
+	wt_tnt(&t, 1);
+	wt_ip(&t, PTS_PKT_FUP, SITE); /* at the ENCLU, before EENTER */
+	wt_pgd0(&t);
+	wt_ip(&t, PTS_PKT_TIP_PGE, SITE);
+	wt_tnt(&t, 1);
+	wt_ip(&t, PTS_PKT_FUP, SITE + 3); /* at the EEXIT target */
+	wt_pgd0(&t);
+	pgd = t.len - 1;
+	wt_ip(&t, PTS_PKT_TIP_PGE, SITE + 3);
+	wt_tnt(&t, 1);
+	for (int with_code = 0; with_code < 2; with_code++) {
+		CHECK(wt_run(&t, &cfg, with_code ? &ev : NULL, pgd, &res) ==
+		      0);
+		CHECK_EQ(wt_count(&res, PTS_REC_GAP, -1), 3);
+		expect_enclave_gap(0, PTS_ENCL_EENTER, PTS_ENCL_EEXIT,
+				   PTS_BASIS_PATTERN);
+		CHECK_EQ(wt_count(&res, PTS_REC_GAP, PTS_GAP_CPL), 2);
+		CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
+		CHECK_EQ(res.sum.eenter, 1);
+		CHECK_EQ(res.sum.eexit, 1);
+	}
+}
+
 /* A compressed RET with an empty stack, as the flow decoder reports it. */
 static void test_retstack_empty(void)
 {
@@ -481,6 +519,7 @@ int main(void)
 	test_no_map_needs_images();
 	test_evidence_enclu();
 	test_entry_not_enclu();
+	test_interrupt_resumes_at_fup();
 	test_retstack_empty();
 	test_enclave_parse();
 	return pts_check_exit();
