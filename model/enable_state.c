@@ -429,6 +429,10 @@ static void dispatch(struct pts_win_model *m, const struct pts_packet *pkt)
 		if (m->state == PTS_ST_OFF)
 			pts_win_gap_flow(m, pkt->kind, pkt->offset);
 		break;
+	case PTS_PKT_MWAIT: /* needs ContextEn (digest 3.6) */
+		if (m->state == PTS_ST_OFF)
+			pts_win_gap_flow(m, pkt->kind, pkt->offset);
+		break;
 	case PTS_PKT_CBR:
 		if (m->state == PTS_ST_OFF && m->gap.last_cbr &&
 		    m->gap.last_cbr != pkt->u.cbr.ratio)
