@@ -388,6 +388,12 @@ static void dispatch(struct pts_win_model *m, const struct pts_packet *pkt)
 {
 	switch (pkt->kind) {
 	case PTS_PKT_PSB:
+		/* BDM70's stray FUP is in the PSB+ right before the TIP.PGE:
+		 * with another PSB+ between, that FUP said tracing was on. */
+		if (m->pend_psb) {
+			m->pend_psb = 0;
+			enable_at_psb_fup(m);
+		}
 		m->in_psb = 1;
 		m->psb_fup = m->psb_mode = 0;
 		m->psb_offset = pkt->offset;

@@ -173,21 +173,30 @@ static void test_psb_in_gap(void)
 	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
 }
 
-/* BDM70: a PSB+ right before the TIP.PGE may hold FUP and MODE.Exec. */
+/* BDM70: a PSB+ right before the TIP.PGE may hold FUP and MODE.Exec; not
+ * one with another PSB+ after it: that FUP said tracing was on again, and
+ * the PSB+ without FUP then said it was off, with no TIP.PGD between. */
 static void test_bdm70_tolerated(void)
 {
 	struct pts_trace_config cfg = config(1);
 	struct wtrace t;
 
-	wt_init(&t);
-	open_enclave_gap(&t, SITE);
-	wt_header(&t, 1, SITE + 3);
-	wt_ip(&t, PTS_PKT_TIP_PGE, SITE + 3);
-	run(&t, &cfg);
-	expect_enclave_gap(0, PTS_ENCL_EENTER, PTS_ENCL_EEXIT,
-			   PTS_BASIS_PATTERN);
-	CHECK_EQ(wt_find(&res, PTS_REC_GAP, 0)->end.edge, PTS_EDGE_PGE);
-	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
+	for (int psbs = 1; psbs <= 2; psbs++) {
+		wt_init(&t);
+		open_enclave_gap(&t, SITE);
+		wt_header(&t, 1, SITE + 3);
+		if (psbs == 2)
+			wt_header(&t, 0, 0);
+		wt_ip(&t, PTS_PKT_TIP_PGE, SITE + 3);
+		run(&t, &cfg);
+		expect_enclave_gap(0, PTS_ENCL_EENTER, PTS_ENCL_EEXIT,
+				   PTS_BASIS_PATTERN);
+		CHECK_EQ(wt_find(&res, PTS_REC_GAP, 0)->end.edge,
+			 psbs == 1 ? PTS_EDGE_PGE : PTS_EDGE_PSB_FUP);
+		CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), psbs - 1);
+		CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION,
+				  PTS_RULE_UNEXPLAINED_GAP), psbs - 1);
+	}
 }
 
 /* A PSB+ with FUP and no TIP.PGE after it: tracing was back on (the PGE
