@@ -226,18 +226,24 @@ char *pts_elf_spec_split(const char *spec, uint64_t *base)
 	return dup_range(spec, colon);
 }
 
-/* Whether @addr is code in @elf at @bias: in an executable section, or
- * where no section says, in an executable PT_LOAD segment (segments
- * often hold read-only data beside the code). */
+/* Whether @addr is code in @elf at @bias: in an executable section; in
+ * an executable PT_LOAD segment only when the file has no sections to say
+ * (a segment also holds the ELF header and read-only data beside the
+ * code). */
 static int exec_segment_at(Elf *elf, uint64_t bias, uint64_t addr)
 {
+	int sections = 0;
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn;
 	     scn = elf_nextscn(elf, scn)) {
 		GElf_Shdr sh;
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_ALLOC) &&
-		    addr - (sh.sh_addr + bias) < sh.sh_size)
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		if (addr - (sh.sh_addr + bias) < sh.sh_size)
 			return (sh.sh_flags & SHF_EXECINSTR) != 0;
+		sections = 1;
 	}
+	if (sections)
+		return 0;
 	size_t nph;
 	if (elf_getphdrnum(elf, &nph) != 0)
 		return -PTS_ERR_BAD_FORMAT;

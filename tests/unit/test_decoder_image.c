@@ -250,8 +250,8 @@ static void test_elf_labels(void)
 	unlink(path);
 }
 
-/* pts_elf_code_at(): code by the sections; by the segment where no
- * section says; at a base as the image loads it. */
+/* pts_elf_code_at(): code by the sections; by the segment only in a file
+ * without sections; at a base as the image loads it. */
 static void test_elf_code_at(void)
 {
 	char path[] = "/tmp/pts_test_codeatXXXXXX";
@@ -262,7 +262,21 @@ static void test_elf_code_at(void)
 	CHECK_EQ(pts_elf_code_at(path, 0x40008f), 1);
 	/* .data, though its segment is R E */
 	CHECK_EQ(pts_elf_code_at(path, 0x400090), 0);
-	CHECK_EQ(pts_elf_code_at(path, 0x400040), 1);  /* no section: R E */
+	/* the program headers, in no section: the segment is R E, but the
+	 * sections say what is code (synth --start walked the header) */
+	CHECK_EQ(pts_elf_code_at(path, 0x400040), 0);
+	/* the same file without its section headers: the segment says */
+	FILE *f = fopen(path, "r+b");
+	static const uint8_t no_sections[16] = {0};
+	CHECK(f && fseek(f, 0x28, SEEK_SET) == 0 &&
+	      fwrite(no_sections, 1, 8, f) == 8 && /* e_shoff */
+	      fseek(f, 0x3c, SEEK_SET) == 0 &&
+	      fwrite(no_sections, 1, 4, f) == 4); /* e_shnum, e_shstrndx */
+	if (f)
+		fclose(f);
+	CHECK_EQ(pts_elf_code_at(path, 0x400040), 1);
+	CHECK_EQ(pts_elf_code_at(path, 0x400090), 1);
+	CHECK(write_label_elf(path) == 0); /* with sections again */
 	CHECK_EQ(pts_elf_code_at(path, 0x500000), 0);  /* nothing there */
 	CHECK_EQ(pts_elf_code_at(based, 0x10000080), 1);
 	CHECK_EQ(pts_elf_code_at(based, 0x10000090), 0);
