@@ -39,6 +39,12 @@ static void error_at(struct pts_flow *f, int err, uint64_t ip, uint64_t offset)
 	r->offset = offset;
 	r->ip = ip;
 	r->error = (int16_t)err;
+	if (err != -PTS_ERR_TRUNCATED &&
+	    f->stats.errors == f->stats.truncated) {
+		f->stats.first_error = err;
+		f->stats.first_error_offset = offset;
+		f->stats.first_error_ip = ip;
+	}
 	f->stats.errors++;
 	f->stats.truncated += err == -PTS_ERR_TRUNCATED;
 	pts_flow_lose_sync(f);

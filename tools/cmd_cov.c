@@ -189,6 +189,18 @@ static int run(struct cov_cli *c, struct pts_image *img,
 	}
 	if (status == PTS_EXIT_OK && c->bitmap_path && write_bitmap(c) < 0)
 		status = PTS_EXIT_USAGE;
+	/* errors are said where they are, with --quiet too */
+	if (fs.errors > fs.truncated) {
+		char ip[32] = "";
+		if (fs.first_error_ip)
+			snprintf(ip, sizeof(ip), ", ip 0x%" PRIx64,
+				 fs.first_error_ip);
+		pts_cli_error(cmd, "first error at offset 0x%" PRIx64 "%s: %s "
+				   "(%" PRIu64 " in all)",
+			      fs.first_error_offset, ip,
+			      pts_strerror(fs.first_error),
+			      fs.errors - fs.truncated);
+	}
 	if (!c->quiet)
 		summary(c, flow);
 	if (status == PTS_EXIT_OK && c->errors)

@@ -433,6 +433,12 @@ struct pts_flow_stats {
 				  packet cut by the end of the data (which
 				  a ToPA STOP leaves; a caller may count
 				  it as truncation, not as an error) */
+	/* The first error record other than a truncation (when @errors
+	 * exceeds @truncated): its code, trace offset and the IP where the
+	 * flow got to (0 when unknown), for callers that only count
+	 * (pts_cov_decode()) and must still say where. */
+	int first_error;
+	uint64_t first_error_offset, first_error_ip;
 };
 
 /* Copies the counters so far into @stats. */
