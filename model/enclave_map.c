@@ -85,6 +85,8 @@ static int parse_spec(const char *text, struct pts_enclave *enc,
 		return -PTS_ERR_INVALID;
 	*why = "no number END before the ':'";
 	s = parse_u64(s + 1, ":", &enc->end);
+	if (s && !*s)
+		*why = "no ':production' or ':debug' after END";
 	if (!s || *s != ':')
 		return -PTS_ERR_INVALID;
 	*why = "END is not above BEGIN";

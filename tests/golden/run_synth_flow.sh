@@ -181,9 +181,10 @@ expect_usage "synth: --visible -: synth writes files" \
 # --start where there is no code (the walk began at _start instead)
 expect_usage "--start 0x12345: no instruction at 0x12345" \
 	"$ptscope" synth --walk "$tmp/demo" --start 0x12345 -o "$tmp/w.pt"
-# --start in data (enclave_demo's .data and .rodata): walked as code, it
+# --start in data (enclave_demo's .data and .rodata) or in the ELF header
+# (0x400000: in no section, but in the R E segment): walked as code, it
 # gave a trace of nonsense
-for a in 0x4013d8 0x400380; do
+for a in 0x4013d8 0x400380 0x400000; do
 	expect_usage "--start $a: $a is in no executable section" \
 		"$ptscope" synth --walk "$tmp/demo" --start $a -o "$tmp/w.pt"
 done
@@ -192,6 +193,24 @@ done
 	[ "$(sed -n 2p "$tmp/s.vis")" = 400120 ] ||
 	{ echo "--start enclave_call: $(sed -n 2p "$tmp/s.vis")" >&2
 		status=1; }
+# --enclave says what is wrong (it said "bad enclave '...'"); name= is
+# taken, as configurations and windows take it
+for e in "0x500000-0x501000:production,bogus=1|an unknown option" \
+	"0x500000-0x501000|no ':production' or ':debug' after END" \
+	"0x500000-0x501000:prod|the kind is production or debug" \
+	"0x500000-0x501000:debug,aep=nosuch|aep= takes an address or SYMBOL"
+do
+	expect_usage "--enclave ${e%%|*}: ${e#*|}" \
+		"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" \
+		--enclave "${e%%|*}"
+done
+expect_usage "--enclave 0x500800-0x502000:debug: it overlaps an enclave" \
+	"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" \
+	--enclave 0x500000-0x501000:debug --enclave 0x500800-0x502000:debug
+"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" -q --config-out \
+	"$tmp/n.cfg" --enclave 0x500000-0x501000:production,name=vault &&
+	grep -q 'name=vault' "$tmp/n.cfg" ||
+	{ echo "synth --enclave ...,name=vault: not taken" >&2; status=1; }
 expect_usage "--elf $tmp/value.cfg: not an ELF file" \
 	"$ptscope" flow --elf "$tmp/value.cfg" "$tmp/w.pt"
 [ $status = 1 ] || echo "messages: ok"

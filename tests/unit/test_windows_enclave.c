@@ -512,6 +512,11 @@ static void test_enclave_parse(void)
 		     "the kind is production or debug") == 0);
 	CHECK(strcmp(pts_enclave_spec_error("0x1000:debug"),
 		     "no number BEGIN before the '-'") == 0);
+	/* the kind left out: END is there (it said "no number END") */
+	CHECK(strcmp(pts_enclave_spec_error("0x1000-0x2000"),
+		     "no ':production' or ':debug' after END") == 0);
+	CHECK(strcmp(pts_enclave_spec_error("0x1000-:debug"),
+		     "no number END before the ':'") == 0);
 	CHECK(strcmp(pts_enclave_spec_error("0x1000-0x2000:debug,aep="),
 		     "aep= takes an address") == 0);
 	CHECK(strncmp(pts_enclave_spec_error("0x1000-0x2000:debug,c=r"),
