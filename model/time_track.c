@@ -221,8 +221,10 @@ static int on_mtc(struct pts_time *t, uint8_t payload)
 		t->lost_mtc++;
 		return 0;
 	}
-	if (!ctc_to_tsc(t, delta, &ticks))
+	if (!ctc_to_tsc(t, delta, &ticks)) {
+		t->mtc_unrated = 1;
 		return 0;
+	}
 	t->base += ticks;
 	t->tsc = t->base;
 	return 1;

@@ -31,6 +31,7 @@ struct pts_time {
 	uint8_t cbr;	   /* the last nonzero CBR ratio */
 	uint8_t last_cbr; /* the last CBR's ratio, 0 included */
 	uint32_t lost_mtc, lost_cyc;
+	uint8_t mtc_unrated; /* an MTC came without the ratio to read it */
 	/* The last CTC delta converted to TSC ticks, and its result. */
 	uint64_t memo_ctc, memo_tsc;
 	uint8_t memo_valid;

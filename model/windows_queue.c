@@ -129,5 +129,6 @@ int pts_win_summary(const struct pts_win_model *m, struct pts_win_summary *sum)
 	if (!m || !sum)
 		return -PTS_ERR_INVALID;
 	*sum = m->sum;
+	sum->mtc_unrated = m->time.mtc_unrated;
 	return 0;
 }

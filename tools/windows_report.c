@@ -504,6 +504,10 @@ static void summary_text(struct pts_winrep *w, const struct pts_win_summary *s)
 			pts_out_puts(w->out, line);
 		}
 	}
+	if (s->mtc_unrated && s->has_time)
+		pts_out_puts(w->out, "note: MTC packets but no TSC/CTC ratio "
+				     "(--cpuid15 or --config): only TSC "
+				     "packets move time\n");
 	if (w->opts.mtc_freq_assumed && s->has_time)
 		pts_out_puts(w->out,
 			     "note: no MTCFreq given (--mtc-freq, --ctl or "

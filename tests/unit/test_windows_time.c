@@ -94,6 +94,24 @@ static void test_tsc_tma_mtc(void)
 	CHECK_EQ(now(&t), 5000000);
 }
 
+/* Without the CPUID 0x15 ratio MTCs cannot move time: only TSCs do, and
+ * the tracker says MTCs went unread (`windows` notes it). */
+static void test_mtc_unrated(void)
+{
+	struct pts_time t;
+
+	for (uint32_t ebx = 0; ebx <= 200; ebx += 200) {
+		pts_time_init(&t, ebx ? 2 : 0, ebx, 3, 0);
+		feed_tsc(&t, 1000000, 1);
+		feed_tma(&t, 0x1234, 5);
+		CHECK(!t.mtc_unrated);
+		feed_mtc(&t, 0x47);
+		feed_mtc(&t, 0x48);
+		CHECK_EQ(now(&t), ebx ? 1000000 - 5 + 400 + 800 : 1000000);
+		CHECK_EQ(t.mtc_unrated, !ebx);
+	}
+}
+
 /* Without a TMA the first MTC only sets the reference. */
 static void test_mtc_without_tma(void)
 {
@@ -240,6 +258,7 @@ static void test_tsc_hz(void)
 int main(void)
 {
 	test_tsc_tma_mtc();
+	test_mtc_unrated();
 	test_mtc_without_tma();
 	test_cyc_cbr();
 	test_cyc_uncalibrated();

@@ -388,6 +388,9 @@ struct pts_win_summary {
 	uint64_t first_tsc, last_tsc;         /* valid with has_time */
 	uint8_t has_time;
 	uint8_t packets_only; /* no evidence was ever given */
+	/* MTCs came, but without the CPUID 0x15 ratio they do not move
+	 * time: only TSC packets do. */
+	uint8_t mtc_unrated;
 };
 
 /* Copies the running summary into @sum. Returns 0 or -PTS_ERR_INVALID. */
