@@ -299,6 +299,19 @@ static int slurp(int fd, uint8_t **buf, size_t *len)
 	return 0;
 }
 
+/* An error of the file as a whole (it cannot be opened or read): no
+ * offset in it to name. */
+static int file_error(struct pts_perf_error *err, int code, const char *msg)
+{
+	if (!err)
+		return code;
+	err->code = code;
+	err->offset = 0;
+	err->record_type = -1;
+	snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	return code;
+}
+
 int pts_perf_open(const char *path, struct pts_perf **perf,
 		  struct pts_perf_error *err)
 {
@@ -309,14 +322,12 @@ int pts_perf_open(const char *path, struct pts_perf **perf,
 	int use_stdin = strcmp(path, "-") == 0;
 	int fd = use_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return pts_perf_fail(err, -PTS_ERR_IO, 0, -1, "%s",
-				     strerror(errno));
+		return file_error(err, -PTS_ERR_IO, strerror(errno));
 	struct pts_perf *p = calloc(1, sizeof(*p));
 	if (!p) {
 		if (!use_stdin)
 			close(fd);
-		return pts_perf_fail(err, -PTS_ERR_NOMEM, 0, -1,
-				     "out of memory");
+		return file_error(err, -PTS_ERR_NOMEM, "out of memory");
 	}
 	struct stat st;
 	int rc = 0;
@@ -341,9 +352,9 @@ int pts_perf_open(const char *path, struct pts_perf **perf,
 	if (rc < 0) {
 		free(p);
 		errno = saved;
-		return pts_perf_fail(err, rc, 0, -1, "%s",
-				     rc == -PTS_ERR_IO ? strerror(saved)
-						       : "out of memory");
+		return file_error(err, rc,
+				  rc == -PTS_ERR_IO ? strerror(saved)
+						    : "out of memory");
 	}
 	return open_bytes(p, perf, err);
 }

@@ -23,7 +23,8 @@ struct flow_opts {
 static void help(void)
 {
 	printf("usage: ptscope flow [OPTIONS] TRACE\n\n"
-	       "Decodes the instruction flow of a raw Intel PT trace.\n\n"
+	       "Decodes the instruction flow of a raw Intel PT trace (TRACE;\n"
+	       "'-' reads standard input).\n\n"
 	       "  --elf FILE[:BASE]         code from an ELF file (at its link address,\n"
 	       "                            or its lowest segment at BASE)\n"
 	       "  --raw FILE[:FROM[-TO]]:ADDR  file bytes [FROM, TO) at ADDR\n"
@@ -34,6 +35,7 @@ static void help(void)
 	       "  --cpu FAMILY/MODEL[/STEPPING]|none  errata to apply\n"
 	       "  --resync-on-error         go on at the next PSB after an error\n"
 	       "                            (default: stop at the first error)\n"
+	       "  -h, --help                this text\n"
 	       "\n"
 	       "Bytes skipped to reach a PSB (before the first one, after an\n"
 	       "error) show as\n"

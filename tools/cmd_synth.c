@@ -372,6 +372,9 @@ static int check_paths(const struct synth_cli *c)
 	else if (c->topa && pts_topa_writer_new(c->topa, &w) < 0)
 		status = pts_cli_usage_error(
 			cmd, "--topa %s: bad layout (see --help)", c->topa);
+	else if (c->perf_zstd && !c->perf_data)
+		status = pts_cli_usage_error(
+			cmd, "--perf-data-zstd needs --perf-data FILE");
 	else
 		status = check_outputs(outs, sizeof(outs) / sizeof(outs[0]),
 				       elf);

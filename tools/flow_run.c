@@ -46,9 +46,14 @@ int pts_trace_input_open_topa(const char *cmd, const char *desc,
 	if (err == 0)
 		err = pts_topa_linearize(t);
 	if (err < 0) {
-		pts_cli_error(cmd, "%s: %s", desc,
-			      t && pts_topa_errmsg(t)[0] ? pts_topa_errmsg(t)
-							 : pts_strerror(err));
+		const char *msg = pts_strerror(err);
+		if (t && pts_topa_errmsg(t)[0])
+			msg = pts_topa_errmsg(t);
+		/* a message about the file itself names it already */
+		if (strncmp(msg, desc, strlen(desc)) == 0)
+			pts_cli_error(cmd, "%s", msg);
+		else
+			pts_cli_error(cmd, "%s: %s", desc, msg);
 		pts_topa_free(t);
 		return err == -PTS_ERR_BAD_FORMAT || err == -PTS_ERR_BAD_CONFIG
 			       ? PTS_EXIT_ERRORS

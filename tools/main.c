@@ -35,7 +35,8 @@ static void usage(FILE *out)
 		fprintf(out, "  %-10s %s\n", subcommands[i].name,
 			subcommands[i].summary);
 	fprintf(out, "  %-10s %s\n", "help", "this text, or `help COMMAND`");
-	fprintf(out, "\n`ptscope COMMAND --help` describes a command.\n"
+	fprintf(out, "\n`ptscope COMMAND --help` describes a command; "
+		     "`ptscope --version`\nprints the version.\n"
 		     "Runs longer than a second show a progress line on stderr when it\n"
 		     "is a terminal and stdout is not; --progress forces it (one line every %g s in a\n"
 		     "log), --no-progress turns it off.\n",

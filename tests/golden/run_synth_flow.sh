@@ -175,6 +175,9 @@ if [ -w /dev/full ]; then
 fi
 expect_usage "synth: --ovf-rate: 2000000 is too large" \
 	"$ptscope" synth --walk "$tmp/demo" --ovf-rate 2000000 -o "$tmp/w.pt"
+# --perf-data-zstd alone wrote no perf.data without a word
+expect_usage "synth: --perf-data-zstd needs --perf-data FILE" \
+	"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" --perf-data-zstd
 # '-' is not stdout for synth (it wrote a file named '-')
 expect_usage "synth: --visible -: synth writes files" \
 	"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" --visible -
