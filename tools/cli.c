@@ -232,10 +232,7 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 	}
 }
 
-/* @path with its directory resolved (the file itself need not exist):
- * "a.pt" and "./a.pt" give one name. Returns NULL (free() it) when the
- * directory does not resolve. */
-static char *resolved_dir(const char *path)
+char *pts_cli_resolved_path(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -261,7 +258,7 @@ int pts_cli_same_file(const char *a, const char *b)
 	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
 		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 	/* not both there yet: the same name in the same directory */
-	char *ra = resolved_dir(a), *rb = resolved_dir(b);
+	char *ra = pts_cli_resolved_path(a), *rb = pts_cli_resolved_path(b);
 	const int same = ra && rb && !strcmp(ra, rb);
 	free(ra);
 	free(rb);

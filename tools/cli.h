@@ -52,6 +52,11 @@ int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
 void pts_cli_config_error(const char *cmd, const char *path, int line,
 			  int err);
 
+/* @path with its directory resolved (the file itself need not exist):
+ * "a.pt" and "./a.pt" give one name. Returns NULL (free() it) when the
+ * directory does not resolve. */
+char *pts_cli_resolved_path(const char *path);
+
 /* Whether @a and @b name one file: the same path, one existing file under
  * two names, or (while either is still to be written) one name in one
  * directory reached by two paths ("a.pt", "./a.pt"). */

@@ -11,6 +11,7 @@
 
 #include <ptscope/topa.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -322,6 +323,27 @@ static int check_outputs(const struct synth_out *outs, size_t n,
 	return 0;
 }
 
+/* Whether @path is one of the tables and regions --topa writes beside
+ * @trace: TRACE.tN.bin, TRACE.rN.bin (their number is the layout's). */
+static int topa_piece(const char *trace, const char *path)
+{
+	char *t = pts_cli_resolved_path(trace);
+	char *p = pts_cli_resolved_path(path);
+	int hit = 0;
+	if (t && p && strncmp(p, t, strlen(t)) == 0) {
+		const char *s = p + strlen(t);
+		if (s[0] == '.' && (s[1] == 'r' || s[1] == 't') &&
+		    isdigit((unsigned char)s[2])) {
+			for (s += 2; isdigit((unsigned char)*s); s++)
+				;
+			hit = strcmp(s, ".bin") == 0;
+		}
+	}
+	free(t);
+	free(p);
+	return hit;
+}
+
 /* TRACE with @suffix appended (the files synth writes beside it). */
 static char *beside(const char *trace, const char *suffix)
 {
@@ -378,6 +400,13 @@ static int check_paths(const struct synth_cli *c)
 	else
 		status = check_outputs(outs, sizeof(outs) / sizeof(outs[0]),
 				       elf);
+	/* outs[0] is -o itself */
+	for (size_t i = 1; c->topa && status == 0 &&
+			   i < sizeof(outs) / sizeof(outs[0]); i++)
+		if (outs[i].path && topa_piece(c->output, outs[i].path))
+			status = pts_cli_usage_error(
+				cmd, "%s %s is a file --topa writes beside -o",
+				outs[i].opt, outs[i].path);
 	pts_topa_writer_free(w);
 	free(elf);
 	free(desc);

@@ -44,7 +44,8 @@ for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
 	"-o $tmp/k --config-out $tmp/k.kstub" "-o $tmp/d --topa 4K \
 	--truth $tmp/d.desc" "-o $tmp/demo BASE" \
 	"-o $tmp/p --perf-data $tmp/./p" \
-	"-o $tmp/q --truth $tmp/../${tmp##*/}/q"; do
+	"-o $tmp/q --truth $tmp/../${tmp##*/}/q" \
+	"-o $tmp/t --topa 4K,4K --visible $tmp/./t.r1.bin"; do
 	# the program at a base: FILE:BASE names the file FILE
 	walk=$tmp/demo
 	case $args in
@@ -56,7 +57,8 @@ for args in "-o $tmp/demo" "-o $tmp/link" "-o $tmp/x --truth $tmp/x" \
 		echo "synth $args: accepted" >&2
 		status=1
 	elif ! grep -q -e 'is the program being read' \
-		-e 'name the same file' "$tmp/err"; then
+		-e 'name the same file' -e 'is a file --topa writes' \
+		"$tmp/err"; then
 		echo "synth $args: $(cat "$tmp/err")" >&2
 		status=1
 	fi
