@@ -188,48 +188,28 @@ static int parse_image(struct pts_config *cfg, struct cfg_line *l,
 	return err;
 }
 
+/* "enclave BEGIN END KIND [OPTION]...": the options and the kind as in a
+ * spec on the command line (enclave_spec.c). */
 static int parse_enclave(struct pts_config *cfg, struct cfg_line *l)
 {
 	struct pts_enclave enc;
 	uint64_t entry = 0;
 	char tok[160];
+	const char *why;
+	int kind, err;
 	memset(&enc, 0, sizeof(enc));
 	if (token_u64(l, &enc.begin) < 0 || token_u64(l, &enc.end) < 0 ||
 	    !next_token(l, tok, sizeof(tok)))
 		return -PTS_ERR_BAD_FORMAT;
-	if (strcmp(tok, "production") == 0)
-		enc.kind = PTS_ENCLAVE_PRODUCTION;
-	else if (strcmp(tok, "debug") == 0)
-		enc.kind = PTS_ENCLAVE_DEBUG;
-	else
+	kind = pts_enclave_kind_of(tok, strlen(tok));
+	if (kind < 0)
 		return -PTS_ERR_BAD_FORMAT;
+	enc.kind = (uint8_t)kind;
 	while (next_token(l, tok, sizeof(tok))) {
-		char *eq = strchr(tok, '=');
-		if (!eq)
-			return -PTS_ERR_BAD_FORMAT;
-		*eq = '\0';
-		const char *val = eq + 1;
-		uint64_t v = 0;
-		if (strcmp(tok, "name") == 0) {
-			if (strlen(val) >= sizeof(enc.name))
-				return -PTS_ERR_BAD_FORMAT;
-			strcpy(enc.name, val);
-			continue;
-		}
-		if (parse_u64(val, &v) < 0)
-			return -PTS_ERR_BAD_FORMAT;
-		if (strcmp(tok, "aep") == 0) {
-			enc.aep = v;
-			enc.has_aep = 1;
-		} else if (strcmp(tok, "entry") == 0) {
-			entry = v;
-		} else if (strcmp(tok, "eexit") == 0) {
-			if (enc.n_eexit >= PTS_ENCLAVE_MAX_EEXIT)
-				return -PTS_ERR_BAD_CONFIG;
-			enc.eexit[enc.n_eexit++] = v;
-		} else {
-			return -PTS_ERR_BAD_FORMAT;
-		}
+		err = pts_enclave_option(&enc, &entry, tok, strlen(tok), NULL,
+					 &why);
+		if (err < 0)
+			return err;
 	}
 	if (enc.end <= enc.begin)
 		return -PTS_ERR_BAD_CONFIG;

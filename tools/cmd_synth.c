@@ -194,84 +194,10 @@ static int parse_range(struct pts_image *img, const char *text, uint64_t *a,
 		       : 0;
 }
 
-/* One option of an enclave spec into @enc (@entry: OENTRY). Returns 0, or
- * -1 with *@why. */
-static int enclave_option(struct pts_image *img, char *opt,
-			  struct pts_enclave *enc, uint64_t *entry,
-			  const char **why)
+/* An enclave spec's addresses: numbers, or symbols of the walked image. */
+static int read_enclave_addr(void *img, const char *text, uint64_t *v)
 {
-	char *eq = strchr(opt, '=');
-	uint64_t v;
-	*why = "an unknown option (aep=, eexit=, entry=, name=)";
-	if (!eq)
-		return -1;
-	*eq = '\0';
-	if (strcmp(opt, "name") == 0) {
-		*why = "name= takes 1 to 31 characters";
-		if (!eq[1] || strlen(eq + 1) >= sizeof(enc->name))
-			return -1;
-		strcpy(enc->name, eq + 1);
-		return 0;
-	}
-	if (strcmp(opt, "entry") && strcmp(opt, "aep") && strcmp(opt, "eexit"))
-		return -1;
-	*why = !strcmp(opt, "entry") ? "entry= takes an address or SYMBOL"
-	       : !strcmp(opt, "aep") ? "aep= takes an address or SYMBOL"
-	       : enc->n_eexit >= PTS_ENCLAVE_MAX_EEXIT
-		       ? "too many eexit= targets"
-		       : "eexit= takes an address or SYMBOL";
-	if (parse_addr(img, eq + 1, &v) < 0 ||
-	    (!strcmp(opt, "eexit") && enc->n_eexit >= PTS_ENCLAVE_MAX_EEXIT))
-		return -1;
-	if (strcmp(opt, "entry") == 0) {
-		*entry = v;
-	} else if (strcmp(opt, "aep") == 0) {
-		enc->aep = v;
-		enc->has_aep = 1;
-	} else {
-		enc->eexit[enc->n_eexit++] = v;
-	}
-	return 0;
-}
-
-/* BEGIN-END:KIND[,OPTION...] with addresses or symbols. Returns 0, or -1
- * with *@why. */
-static int parse_enclave(struct pts_image *img, const char *text,
-			 struct pts_config *cfg, const char **why)
-{
-	char buf[512];
-	struct pts_enclave enc;
-	uint64_t entry = 0;
-	memset(&enc, 0, sizeof(enc));
-	*why = "too long";
-	if (strlen(text) >= sizeof(buf))
-		return -1;
-	strcpy(buf, text);
-	char *colon = strchr(buf, ':');
-	*why = "no ':production' or ':debug' after END";
-	if (!colon)
-		return -1;
-	*colon = '\0';
-	*why = "BEGIN-END: addresses or SYMBOL[+OFFSET], END above BEGIN";
-	if (parse_range(img, buf, &enc.begin, &enc.end) < 0 ||
-	    enc.end <= enc.begin)
-		return -1;
-	char *save = NULL;
-	char *kind = strtok_r(colon + 1, ",", &save);
-	*why = "the kind is production or debug";
-	if (!kind)
-		return -1;
-	if (strcmp(kind, "production") == 0)
-		enc.kind = PTS_ENCLAVE_PRODUCTION;
-	else if (strcmp(kind, "debug") == 0)
-		enc.kind = PTS_ENCLAVE_DEBUG;
-	else
-		return -1;
-	for (char *opt; (opt = strtok_r(NULL, ",", &save));)
-		if (enclave_option(img, opt, &enc, &entry, why) < 0)
-			return -1;
-	*why = "it overlaps an enclave given before";
-	return pts_config_add_enclave(cfg, &enc, entry) < 0 ? -1 : 0;
+	return parse_addr(img, text, v);
 }
 
 /* The long name of option @val. */
@@ -698,9 +624,12 @@ int pts_cmd_synth(int argc, char **argv)
 	}
 	c.o.n_addr = (uint8_t)c.n_ranges;
 	for (unsigned i = 0; i < c.n_enclaves; i++) {
+		const struct pts_enclave_addr_reader rd = {read_enclave_addr,
+							   img};
 		const char *why;
-		if (parse_enclave(img, c.enclaves[i], &cfg, &why) < 0) {
-			pts_cli_usage_error(cmd, "--enclave %s: %s",
+		if (pts_config_add_enclave_spec(&cfg, c.enclaves[i], &rd,
+						&why) < 0) {
+			pts_cli_usage_error(cmd, "--enclave: '%s': %s",
 					    c.enclaves[i], why);
 			goto done;
 		}

@@ -152,27 +152,16 @@ static int set_cpuid15(struct pts_trace_config *tc, const char *arg)
 static int apply_option(struct windows *w, int c, const char *arg)
 {
 	struct pts_trace_config *tc = &w->config.trace;
-	struct pts_enclave enc;
 	uint64_t v;
 
 	switch (c) {
 	case 'E': {
-		int err;
+		const char *why;
 
-		if (pts_enclave_parse(arg, &enc) < 0)
-			return pts_cli_usage_error(
-				cmd,
-				"--enclave: cannot parse '%s': %s (expected "
-				"BEGIN-END:production|debug[,aep=ADDR]"
-				"[,eexit=ADDR]...[,name=N])",
-				arg, pts_enclave_spec_error(arg));
-		err = pts_config_add_enclave(&w->config, &enc, 0);
-		if (err < 0)
-			return pts_cli_usage_error(
-				cmd, "--enclave: '%s': %s", arg,
-				err == -PTS_ERR_BAD_CONFIG
-					? "it overlaps an enclave given before"
-					: pts_strerror(err));
+		if (pts_config_add_enclave_spec(&w->config, arg, NULL, &why) <
+		    0)
+			return pts_cli_usage_error(cmd, "--enclave: '%s': %s",
+						   arg, why);
 		return 0;
 	}
 	case 'c':

@@ -239,13 +239,9 @@ int pts_perfcmd_windows(struct perf_cmd *pc)
 	int status = PTS_EXIT_OK;
 	for (uint32_t i = 0; i < pc->nr_enclaves; i++) {
 		const char *spec = pc->enclaves[i];
-		const char *why = pts_enclave_spec_error(spec);
-		struct pts_enclave enc;
+		const char *why;
 
-		if (!why && (pts_enclave_parse(spec, &enc) < 0 ||
-			     pts_config_add_enclave(&cfg, &enc, 0) < 0))
-			why = "it overlaps an enclave given before";
-		if (why) {
+		if (pts_config_add_enclave_spec(&cfg, spec, NULL, &why) < 0) {
 			pts_config_fini(&cfg);
 			return pts_cli_usage_error(cmd, "--enclave: '%s': %s",
 						   pc->enclaves[i], why);

@@ -205,17 +205,24 @@ for e in "0x500000-0x501000:production,bogus=1|an unknown option" \
 	"0x500000-0x501000:prod|the kind is production or debug" \
 	"0x500000-0x501000:debug,aep=nosuch|aep= takes an address or SYMBOL"
 do
-	expect_usage "--enclave ${e%%|*}: ${e#*|}" \
+	expect_usage "--enclave: '${e%%|*}': ${e#*|}" \
 		"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" \
 		--enclave "${e%%|*}"
 done
-expect_usage "--enclave 0x500800-0x502000:debug: it overlaps an enclave" \
+expect_usage "--enclave: '0x500800-0x502000:debug': it overlaps an enclave" \
 	"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" \
 	--enclave 0x500000-0x501000:debug --enclave 0x500800-0x502000:debug
 "$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" -q --config-out \
 	"$tmp/n.cfg" --enclave 0x500000-0x501000:production,name=vault &&
 	grep -q 'name=vault' "$tmp/n.cfg" ||
 	{ echo "synth --enclave ...,name=vault: not taken" >&2; status=1; }
+# the range and the options by symbol, read by the one spec parser
+sym=enclave_entry-enclave_entry+0x1000:production,aep=aep,entry=enclave_entry
+line='enclave 0x500000 0x501000 production entry=0x500000 aep=0x400138'
+"$ptscope" synth --walk "$tmp/demo" -o "$tmp/w.pt" -q --config-out \
+	"$tmp/y.cfg" --enclave "$sym" && grep -qx "$line" "$tmp/y.cfg" ||
+	{ echo "synth --enclave by symbols: $(grep enclave "$tmp/y.cfg")" >&2
+		status=1; }
 expect_usage "--elf $tmp/value.cfg: not an ELF file" \
 	"$ptscope" flow --elf "$tmp/value.cfg" "$tmp/w.pt"
 [ $status = 1 ] || echo "messages: ok"

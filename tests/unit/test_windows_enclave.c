@@ -5,6 +5,9 @@
 #include "check.h"
 #include "windows_trace.h"
 
+#include <ptscope/model.h>
+
+#include <stdlib.h>
 #include <string.h>
 
 #define ENCL_BEGIN 0x7f0000000000ull
@@ -503,9 +506,20 @@ static void test_enclave_parse(void)
 	/* entry= (OENTRY) is checked and left out, as configurations do */
 	CHECK_EQ(pts_enclave_parse("0x1000-0x2000:debug,entry=0x1010", &e), 0);
 	CHECK(pts_enclave_parse("0x1000-0x2000:debug,entry=x", &e) < 0);
-	/* and each fault has its reason */
-	CHECK(pts_enclave_spec_error("0x1000-0x2000:debug,entry=0x1010") ==
-	      NULL);
+}
+
+/* Each fault of a spec has its reason (one parser for every --enclave and
+ * the configuration file's lines). */
+static void test_enclave_spec_reasons(void)
+{
+	struct pts_enclave e;
+	uint64_t entry = 1;
+	const char *why = "unset";
+
+	CHECK_EQ(pts_enclave_parse_spec("0x1000-0x2000:debug,entry=0x1010",
+					NULL, &e, &entry, &why),
+		 0);
+	CHECK(why == NULL && entry == 0x1010);
 	static const char *const reasons[][2] = {
 		{"0x2000-0x1000:debug", "END is not above BEGIN"},
 		{"0x1000-0x2000:secret", "the kind is production or debug"},
@@ -514,14 +528,88 @@ static void test_enclave_parse(void)
 		{"0x1000-0x2000", "no ':production' or ':debug' after END"},
 		{"0x1000-:debug", "no number END before the ':'"},
 		{"0x1000-0x2000:debug,aep=", "aep= takes an address"},
+		{"0x1000-0x2000:debug,name=", "name= takes 1 to 31 characters"},
+		{"0x1000-0x2000:debug,eexit=1,eexit=2,eexit=3,eexit=4,eexit=5",
+		 "too many eexit= targets"},
+		{"0x1000-0x2000:debug,c=r",
+		 "an unknown option (aep=, eexit=, entry=, name=)"},
 	};
 	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
-		const char *why = pts_enclave_spec_error(reasons[i][0]);
+		why = NULL;
+		CHECK(pts_enclave_parse_spec(reasons[i][0], NULL, &e, NULL,
+					     &why) < 0);
 		CHECKF(why && strcmp(why, reasons[i][1]) == 0, "%s: %s",
 		       reasons[i][0], why ? why : "(accepted)");
 	}
-	CHECK(strncmp(pts_enclave_spec_error("0x1000-0x2000:debug,c=r"),
-		      "an unknown option", 17) == 0);
+}
+
+/* A reader of numbers and names, as `synth` reads its image's symbols. */
+static int read_name(void *ctx, const char *text, uint64_t *v)
+{
+	char *end;
+
+	(void)ctx;
+	if (text[0] >= '0' && text[0] <= '9') {
+		*v = strtoull(text, &end, 0);
+		return *end ? -1 : 0;
+	}
+	if (strcmp(text, "enclave_begin") == 0)
+		*v = 0x500000;
+	else if (strcmp(text, "enclave_end") == 0)
+		*v = 0x501000;
+	else if (strcmp(text, "aep") == 0)
+		*v = 0x400138;
+	else
+		return -1;
+	return 0;
+}
+
+static void test_enclave_spec_reader(void)
+{
+	const struct pts_enclave_addr_reader rd = {read_name, NULL};
+	struct pts_enclave e;
+	uint64_t entry = 0;
+	const char *why;
+
+	CHECK_EQ(pts_enclave_parse_spec("enclave_begin-enclave_end:production,"
+					"aep=aep,entry=enclave_begin",
+					&rd, &e, &entry, &why),
+		 0);
+	CHECK(e.begin == 0x500000 && e.end == 0x501000);
+	CHECK(e.has_aep && e.aep == 0x400138 && entry == 0x500000);
+	CHECK(pts_enclave_parse_spec("enclave_begin-nosuch:debug", &rd, &e,
+				     NULL, &why) < 0);
+	CHECK(why && strcmp(why, "no address or SYMBOL[+OFFSET] END before "
+				 "the ':'") == 0);
+	CHECK(pts_enclave_parse_spec("0x500000-0x501000:debug,aep=nosuch",
+				     &rd, &e, NULL, &why) < 0);
+	CHECK(why && strcmp(why, "aep= takes an address or SYMBOL") == 0);
+	/* without a reader, names are no addresses */
+	CHECK(pts_enclave_parse_spec("enclave_begin-enclave_end:debug", NULL,
+				     &e, NULL, &why) < 0);
+}
+
+/* The configuration adds what it parses, and says why it refuses. */
+static void test_enclave_spec_add(void)
+{
+	struct pts_config cfg;
+	const char *why;
+
+	pts_config_init(&cfg);
+	CHECK_EQ(pts_config_add_enclave_spec(&cfg,
+					     "0x1000-0x2000:production,"
+					     "entry=0x1010",
+					     NULL, &why),
+		 0);
+	CHECK(cfg.n_enclaves == 1 && cfg.enclave_entry[0] == 0x1010);
+	CHECK_EQ(pts_config_add_enclave_spec(&cfg, "0x1800-0x3000:debug",
+					     NULL, &why),
+		 -PTS_ERR_BAD_CONFIG);
+	CHECK(why && strcmp(why, "it overlaps an enclave given before") == 0);
+	CHECK(pts_config_add_enclave_spec(&cfg, "0x3000:debug", NULL, &why) <
+	      0);
+	CHECK_EQ(cfg.n_enclaves, 1);
+	pts_config_fini(&cfg);
 }
 
 int main(void)
@@ -546,5 +634,8 @@ int main(void)
 	test_interrupt_resumes_at_fup();
 	test_retstack_empty();
 	test_enclave_parse();
+	test_enclave_spec_reasons();
+	test_enclave_spec_reader();
+	test_enclave_spec_add();
 	return pts_check_exit();
 }

@@ -86,6 +86,11 @@ int pts_config_add_image(struct pts_config *cfg,
  * (it overlaps an enclave added before). */
 int pts_config_add_enclave(struct pts_config *cfg,
 			   const struct pts_enclave *enc, uint64_t entry);
+/* Parses enclave spec @text (pts_enclave_parse_spec()) and adds it.
+ * Returns 0, or what either returns, with *@why saying what is wrong. */
+int pts_config_add_enclave_spec(struct pts_config *cfg, const char *text,
+				const struct pts_enclave_addr_reader *rd,
+				const char **why);
 
 /* Parses configuration text (@len bytes, need not be NUL-terminated) on top
  * of what @cfg holds. Relative image paths are joined to @base_dir (NULL or

@@ -99,15 +99,34 @@ struct pts_trace_config {
 	size_t n_enclaves;
 };
 
+/* How an enclave spec reads an address (`synth` reads SYMBOL[+OFFSET] of
+ * its image too): @read returns 0 with *@v, or -1 when @text names none.
+ * A NULL reader takes numbers in C notation only. */
+struct pts_enclave_addr_reader {
+	int (*read)(void *ctx, const char *text, uint64_t *v);
+	void *ctx;
+};
+
 /* Parses an enclave spec "BEGIN-END:production|debug[,aep=ADDR]
- * [,eexit=ADDR]...[,name=N]" (addresses in C notation, END exclusive) into
- * @enc; an ",entry=ADDR" (OENTRY, as configurations and `synth` take it) is
- * checked and left out. Returns 0, or -PTS_ERR_INVALID for a malformed
- * spec. */
+ * [,eexit=ADDR]...[,entry=ADDR][,name=N]" (END exclusive; entry= is the
+ * OENTRY `synth` enters at, into *@entry when not NULL) into @enc.
+ * Returns 0 (*@why NULL), -PTS_ERR_BAD_FORMAT or -PTS_ERR_BAD_CONFIG (END
+ * not above BEGIN, too many eexit=) with *@why saying what is wrong
+ * ("END is not above BEGIN", ...). */
+int pts_enclave_parse_spec(const char *text,
+			   const struct pts_enclave_addr_reader *rd,
+			   struct pts_enclave *enc, uint64_t *entry,
+			   const char **why);
+/* The same with numbers only and without the reason. */
 int pts_enclave_parse(const char *text, struct pts_enclave *enc);
-/* What is wrong with spec @text ("END is not above BEGIN", ...), or NULL
- * when it parses. */
-const char *pts_enclave_spec_error(const char *text);
+/* One OPTION of a spec (@len bytes at @opt, "aep=0x1000"), applied to @enc
+ * (entry= to *@entry when not NULL); returns as pts_enclave_parse_spec(). */
+int pts_enclave_option(struct pts_enclave *enc, uint64_t *entry,
+		       const char *opt, size_t len,
+		       const struct pts_enclave_addr_reader *rd,
+		       const char **why);
+/* enum pts_enclave_kind by its name (@len bytes), or -1. */
+int pts_enclave_kind_of(const char *word, size_t len);
 
 /* Parses an address range "A-B" (both inclusive, as ADDRn_A/B) into the
  * first unused ADDRn of @cfg with ADDRn_CFG = @cfg_kind; sets PTS_CFG_CTL and
