@@ -257,6 +257,14 @@ static int smp_fetch(struct clock_walk *c)
 				continue; /* perf scans for a PSB first */
 			s->nopsb = 0;
 		}
+		if (pkt.offset < s->skip_to) {
+			/* where the flow skipped: only time moves */
+			if (pkt.kind == PTS_PKT_CBR)
+				s->cbr = pkt.u.cbr.ratio;
+			else
+				smp_timing(c, &pkt);
+			continue;
+		}
 		switch (pkt.kind) {
 		case PTS_PKT_TSC: case PTS_PKT_TMA: case PTS_PKT_MTC:
 			smp_timing(c, &pkt);
@@ -537,6 +545,11 @@ uint64_t pts_clockwalk_error(struct clock_walk *c)
 	s->have_cur = s->psb_wait = 0;
 	s->need_fetch = 1;
 	return c->stamp;
+}
+
+void pts_clockwalk_skip(struct clock_walk *c, uint64_t end)
+{
+	c->smp.skip_to = end;
 }
 
 int pts_clockwalk_init(struct clock_walk *c, struct perf_cmd *pc, uint32_t qi)

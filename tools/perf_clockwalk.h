@@ -45,6 +45,7 @@ struct perf_sampler {
 	uint64_t psb_ip;   /* psb_wait: the FUP IP of the PSB+ ahead */
 	uint64_t psb_fup_ip; /* the FUP in the PSB+ being read (0: none) */
 	uint64_t resync_ip; /* resync: where the flow goes on */
+	uint64_t skip_to;   /* packets before: timing only (skipped) */
 	struct pts_packet cur; /* the fetched flow packet instructions use */
 	/* Packets read ahead (perf looks into PSB+ for its FUP). */
 	struct pts_packet la[CW_LOOKAHEAD];
@@ -106,5 +107,10 @@ uint64_t pts_clockwalk_event(struct clock_walk *c, int async_done);
  * it where the flow goes on (each failure an error state of its own).
  * Returns the time of the error. */
 uint64_t pts_clockwalk_error(struct clock_walk *c);
+/* The flow skipped the bytes up to stream offset @end (to a PSB, after an
+ * error or lost sync): it goes on at a packet from @end on. perf, failing
+ * at every IP in between, cannot sync there either; only the timing
+ * packets in between move its clock. */
+void pts_clockwalk_skip(struct clock_walk *c, uint64_t end);
 
 #endif

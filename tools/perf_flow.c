@@ -150,9 +150,13 @@ static int run_need(struct queue_flow *f, const struct pts_flow_rec *r)
  * one for all but the last instruction of a run and one for the last. */
 static void locate(struct queue_flow *f, const struct pts_flow_rec *r)
 {
-	/* skipped bytes: no time of their own (that of the last record) */
-	if (!f->timed || r->kind == PTS_FLOW_SKIP)
+	if (!f->timed)
 		return;
+	/* skipped bytes: no time of their own (that of the last record) */
+	if (r->kind == PTS_FLOW_SKIP) {
+		pts_clockwalk_skip(&f->clock, r->arg);
+		return;
+	}
 	struct clockwalk_times t = {0};
 	if (r->kind == PTS_FLOW_INSNS) {
 		pts_clockwalk_run(&f->clock, r->ips, r->n, run_need(f, r), &t);

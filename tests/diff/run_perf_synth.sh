@@ -15,10 +15,11 @@
 # enclaves (perf has no enclave logic: it sees FUP + TIP.PGD and the TIP.PGE
 # after, as any disable), and a walk without TSC, which perf decodes
 # timeless: no time field (-F without time; ptscope's jsonl time is null
-# throughout). Not covered: CYC (perf's cycle-accurate timing is
-# not modelled) and traces of code perf cannot read (kernel stubs: perf's
-# error recovery walks other instructions). Skips (77) with a message when
-# perf is not installed.
+# throughout), and walks into kernel code no MMAP maps: both fail there,
+# ptscope goes on at the next PSB while perf fails at each IP up to it; the
+# times after must still agree (they stayed where the error left them).
+# Not covered: CYC (perf's cycle-accurate timing is not modelled). Skips
+# (77) with a message when perf is not installed.
 #
 #   run_perf_synth.sh PTSCOPE ELF
 set -u
@@ -111,6 +112,10 @@ run_case enclave_production --insns 20000 --seed 1 --user-only --tsc --mtc \
 	--enclave "$production" --aex-rate 5000
 run_case enclave_debug --insns 20000 --seed 15 --user-only --tsc --mtc \
 	--enclave "$debug" --aex-rate 5000 --async-rate 5000
+# kernel_unmapped: no kernel map in the capture
+run_case kernel_unmapped --insns 20000 --seed 1 --tsc --mtc
+run_case kernel_unmapped_async --insns 20000 --seed 4 --tsc --mtc \
+	--async-rate 5000
 timeless=1
 run_case timeless --insns 20000 --seed 16 --user-only --async-rate 5000
 exit $fail
