@@ -27,9 +27,12 @@ void pts_perf_clock_init(struct pts_perf_clock *c, const struct pts_perf *perf)
 	c->ctc_rem_mask = (1u << c->mtc_shift) - 1;
 }
 
-void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference)
+void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference,
+			   int consecutive)
 {
-	c->ref = reference;
+	c->buf_ref = reference;
+	if (!consecutive)
+		c->ref = reference;
 }
 
 /* CTC ticks to TSC ticks without overflowing the product. */
@@ -56,8 +59,15 @@ static void on_tsc(struct pts_perf_clock *c, uint64_t tsc56)
 	if (t < c->timestamp && c->timestamp - t < TSC_SLIP)
 		t = c->timestamp;
 	if (t < c->timestamp) {
-		t += 1ull << 56; /* the 56-bit counter wrapped */
-		c->tsc_timestamp = t;
+		/* the 56-bit counter wrapped, unless that would put the time
+		 * past the buffer's end: then the time ran ahead (a bad TMA
+		 * or lost MTCs) and stays where it is, as perf keeps it */
+		if (!c->buf_ref || t + (1ull << 56) < c->buf_ref) {
+			t += 1ull << 56;
+			c->tsc_timestamp = t;
+		} else {
+			t = c->timestamp;
+		}
 	}
 	c->timestamp = t;
 }

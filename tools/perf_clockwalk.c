@@ -26,8 +26,9 @@ static int clock_next_buffer(struct clock_walk *c)
 		return 0;
 	const struct pts_perf_buffer *b =
 		pts_perf_queue_buffer(c->pc->perf, c->qi, c->j);
+	pts_perf_clock_buffer(&c->clock, b->reference,
+			      c->j > 0 && b->consecutive);
 	if (c->j == 0 || !b->consecutive) {
-		pts_perf_clock_buffer(&c->clock, b->reference);
 		if (c->j > 0)
 			pts_pkt_reset(c->dec, c->soff, 0);
 		c->smp.nopsb = 1; /* perf repositions: scan for a PSB */

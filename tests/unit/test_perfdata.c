@@ -478,6 +478,57 @@ static void test_tsc(void)
 	CHECK(strcmp(pts_perf_record_name(63), "UNKNOWN") == 0);
 }
 
+static void clock_feed(struct pts_perf_clock *c, int kind, uint64_t a,
+		       uint32_t b)
+{
+	struct pts_packet p;
+	memset(&p, 0, sizeof(p));
+	p.kind = (uint8_t)kind;
+	if (kind == PTS_PKT_TSC)
+		p.u.tsc = a;
+	else if (kind == PTS_PKT_MTC)
+		p.u.mtc_ctc = (uint8_t)a;
+	else {
+		p.u.tma.ctc = (uint16_t)a;
+		p.u.tma.fc = (uint16_t)b;
+	}
+	pts_perf_clock_packet(c, &p);
+}
+
+/* A TSC behind the time is a wrap of the 56-bit counter only when the
+ * wrapped value stays below the buffer's reference (perf 6.1,
+ * intel_pt_calc_tsc_timestamp): a bad TMA made MTC time run ahead, and the
+ * next TSC put every later time 2^56 ticks (72 million s) ahead. */
+static void test_clock_wrap(void)
+{
+	struct pts_perf_clock c;
+	const uint64_t start = 0x100000000ull;
+	memset(&c, 0, sizeof(c));
+	c.tsc_ctc_n = c.tsc_ctc_mult = 100; /* 100 TSC ticks per CTC tick */
+	c.tsc_ctc_d = 1;
+	c.mtc_shift = 3;
+	c.ctc_rem_mask = 7;
+	pts_perf_clock_buffer(&c, start + 0x1000000, 0);
+	clock_feed(&c, PTS_PKT_TSC, start, 0);
+	CHECK_EQ(c.timestamp, start);
+	/* CTC 0 in the TMA, then an MTC 200 periods on: 160000 ticks ahead,
+	 * past perf's tolerance of 0x10000 for a TSC behind the time */
+	clock_feed(&c, PTS_PKT_TMA, 0, 0);
+	clock_feed(&c, PTS_PKT_MTC, 200, 0);
+	CHECK_EQ(c.timestamp, start + 200 * 8 * 100);
+	clock_feed(&c, PTS_PKT_TSC, start + 1000, 0);
+	CHECK_EQ(c.timestamp, start + 200 * 8 * 100);
+	/* a real wrap: the reference is past 2^56 */
+	const uint64_t top = (1ull << 56) - 0x100;
+	c.timestamp = 0;
+	pts_perf_clock_buffer(&c, (1ull << 56) + 0x1000, 0);
+	clock_feed(&c, PTS_PKT_TSC, top, 0);
+	CHECK_EQ(c.timestamp, top);
+	pts_perf_clock_buffer(&c, (1ull << 56) + 0x1000, 1);
+	clock_feed(&c, PTS_PKT_TSC, 0x800, 0);
+	CHECK_EQ(c.timestamp, (1ull << 56) + 0x800);
+}
+
 /* Snapshot mode: the trace, not the AUX offsets, says whether buffers
  * overlap (perf's PSB/TSC match). Two bare PSBs whose offsets overlap by 8
  * bytes: no TSC to match, so no overlap; the second buffer restarts. */
@@ -595,6 +646,7 @@ int main(void)
 	test_corruption();
 	test_flips();
 	test_tsc();
+	test_clock_wrap();
 	test_overlap();
 	test_snapshot_overlap();
 	return pts_check_exit();

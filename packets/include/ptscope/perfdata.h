@@ -614,6 +614,7 @@ struct pts_perf_clock {
 	uint64_t tsc_timestamp; /* of the last TSC packet */
 	uint64_t ctc_timestamp; /* TSC at CTC 0 of the last TMA */
 	uint64_t ref;           /* pending buffer reference, 0 when used */
+	uint64_t buf_ref;       /* the reference of the buffer being read */
 	uint64_t ctc_delta;
 	uint64_t tsc_ctc_n, tsc_ctc_d, tsc_ctc_mult;
 	uint32_t last_mtc, ctc_rem_mask;
@@ -622,9 +623,13 @@ struct pts_perf_clock {
 
 /* Sets up @c with the PT event's MTC period and the TSC:CTC ratio. */
 void pts_perf_clock_init(struct pts_perf_clock *c, const struct pts_perf *perf);
-/* A buffer that does not continue the previous one starts (or the
- * first): its reference TSC extends the next TSC packet. */
-void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference);
+/* A buffer starts. Its reference (the TSC when perf wrote it out) bounds
+ * the times in it: a TSC packet behind the time is a wrap of the 56-bit
+ * counter only when the wrapped value stays below it. When the buffer does
+ * not continue the previous one (or is the first), the reference also
+ * extends the next TSC packet. */
+void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference,
+			   int consecutive);
 /* Applies one packet (only TSC, TMA and MTC change the time). */
 void pts_perf_clock_packet(struct pts_perf_clock *c,
 			   const struct pts_packet *pkt);
