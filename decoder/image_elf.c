@@ -167,8 +167,10 @@ static int compute_bias(Elf *elf, uint64_t base, uint64_t *bias)
 	return 0;
 }
 
-int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
-		      uint64_t base)
+/* pts_image_add_elf(), with the segments mapped or (@map_code 0) only the
+ * symbols loaded. */
+static int add_elf(struct pts_image *img, uint64_t cr3, const char *path,
+		   uint64_t base, int map_code)
 {
 	if (!img || !path)
 		return -PTS_ERR_INVALID;
@@ -192,15 +194,27 @@ int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
 		return -PTS_ERR_BAD_FORMAT;
 	uint64_t bias;
 	int mapped = compute_bias(elf, base, &bias);
-	if (mapped == 0)
+	if (mapped == 0 && map_code)
 		mapped = map_segments(img, cr3, elf, p, len, bias);
-	if (mapped > 0) {
+	if (mapped >= 0) {
 		err = load_symbols(img, cr3, elf, bias);
 		if (err)
 			mapped = err;
 	}
 	elf_end(elf);
 	return mapped;
+}
+
+int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
+		      uint64_t base)
+{
+	return add_elf(img, cr3, path, base, 1);
+}
+
+int pts_image_add_elf_symbols(struct pts_image *img, uint64_t cr3,
+			      const char *path, uint64_t base)
+{
+	return add_elf(img, cr3, path, base, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -52,7 +52,7 @@ static int elf_type(const char *path)
 /* Maps one MMAP: the file's bytes at the mapped range (exactly what the
  * process saw), and, for ELF files, its symbols (for --format perf). */
 static void add_map(struct perf_maps *m, struct pts_image *img, uint64_t cr3,
-		    const struct pts_perf_mmap *mm)
+		    const struct pts_perf_mmap *mm, int kernel)
 {
 	struct pts_perf_image_opts io = {0};
 	char path[4096];
@@ -73,12 +73,17 @@ static void add_map(struct perf_maps *m, struct pts_image *img, uint64_t cr3,
 	int type = elf_type(path);
 	/* An ELF file brings its symbols (for --format perf): an executable
 	 * is linked where it runs; a shared object or PIE is taken to have
-	 * its first segment at file offset 0, address 0. Other files (raw
-	 * dumps), or an ELF that does not load, are mapped byte for byte. */
-	if ((type == 2 || type == 3) &&
-	    pts_image_add_elf(img, cr3, path,
-			      type == 2 ? 0 : mm->addr - mm->pgoff) > 0)
-		return;
+	 * its first segment at file offset 0, address 0. The code is the
+	 * file's bytes in the mapped range, as perf reads it (an ELF loaded
+	 * whole gave code the process never mapped), but for the kernel,
+	 * whose map names addresses, not file offsets. */
+	const uint64_t base = type == 2 ? 0 : mm->addr - mm->pgoff;
+	if (type == 2 || type == 3) {
+		if (kernel && pts_image_add_elf(img, cr3, path, base) > 0)
+			return;
+		if (!kernel)
+			pts_image_add_elf_symbols(img, cr3, path, base);
+	}
 	if (pts_image_add_raw(img, cr3, path, mm->pgoff, mm->pgoff + mm->len,
 			      mm->addr) < 0)
 		pts_image_add_raw(img, cr3, path, mm->pgoff, 0, mm->addr);
@@ -236,7 +241,7 @@ static void apply_process(struct perf_maps *m, struct pts_image *img,
 	for (uint32_t i = from; i < m->n; i++) {
 		const struct map_note *n = &m->notes[i];
 		if (n->kind == NOTE_MAP && n->pid == pid && by(n, time))
-			add_map(m, img, cr3, &n->mmap);
+			add_map(m, img, cr3, &n->mmap, 0);
 	}
 }
 
@@ -246,7 +251,8 @@ void pts_perfmaps_load(struct perf_maps *m, struct pts_image *img,
 	for (uint32_t i = 0; i < m->n; i++)
 		if (m->notes[i].kind == NOTE_KERNEL_MAP ||
 		    (pid == PERFMAPS_ALL && m->notes[i].kind == NOTE_MAP))
-			add_map(m, img, 0, &m->notes[i].mmap);
+			add_map(m, img, 0, &m->notes[i].mmap,
+				m->notes[i].kind == NOTE_KERNEL_MAP);
 	if (pid >= 0)
 		apply_process(m, img, 0, pid, time, 0);
 }

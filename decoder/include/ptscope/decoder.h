@@ -81,6 +81,11 @@ void pts_image_free(struct pts_image *img);
  * address space (or for NULL arguments), -PTS_ERR_NOMEM. */
 int pts_image_add_elf(struct pts_image *img, uint64_t cr3, const char *path,
 		      uint64_t base);
+/* Only the symbols of pts_image_add_elf() (the code comes from elsewhere:
+ * perf's MMAPs name the file bytes a process mapped). Returns 0 or its
+ * errors. */
+int pts_image_add_elf_symbols(struct pts_image *img, uint64_t cr3,
+			      const char *path, uint64_t base);
 
 /* Maps bytes [@from, @to) of the file @path at @addr (@to 0: to the end of
  * the file; ptxed's --raw FILE:FROM-TO:ADDR).
