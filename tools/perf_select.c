@@ -98,16 +98,31 @@ int pts_perfcmd_no_pt(const char *who, const char *path,
 		      const struct pts_perf *perf)
 {
 	struct pts_perf_pt_info pt;
+	struct pts_perf_pt_config cfg;
+	const int info = pts_perf_pt_info(perf, &pt);
+	char why[96];
 
 	/* In a damaged file the PT may be behind the damage, which was
 	 * reported (exit 1). */
-	if (pts_perf_queue_count(perf) || pts_perf_summary(perf)->damaged)
+	if (pts_perf_summary(perf)->damaged)
 		return 0;
-	return pts_cli_usage_error(
-		who, "%s holds no Intel PT trace (%s)", path,
-		pts_perf_pt_info(perf, &pt) >= 0
-			? "no AUXTRACE data"
-			: "no AUXTRACE_INFO record: record with -e intel_pt//");
+	/* AUX data of another PMU is not PT, whatever its bytes look like:
+	 * perf decodes nothing then */
+	if (info == -PTS_ERR_UNSUPPORTED)
+		snprintf(why, sizeof(why), "AUXTRACE type %" PRIu32
+			 " is not Intel PT", pt.type);
+	else if (info < 0)
+		snprintf(why, sizeof(why),
+			 "no AUXTRACE_INFO record: record with -e intel_pt//");
+	else if (pts_perf_pt_config(perf, &cfg) < 0)
+		snprintf(why, sizeof(why),
+			 "no event has the PT PMU type %" PRIu64, pt.pmu_type);
+	else if (!pts_perf_queue_count(perf))
+		snprintf(why, sizeof(why), "no AUXTRACE data");
+	else
+		return 0;
+	return pts_cli_usage_error(who, "%s holds no Intel PT trace (%s)",
+				   path, why);
 }
 
 int pts_perfcmd_check_selection(struct perf_cmd *pc)
