@@ -262,15 +262,22 @@ static int locate_topa(struct pts_topa *t, const struct walk *w, uint32_t *k,
 		}
 	}
 	/* The pointers may rest on an END entry until the next byte comes:
-	 * that is the start of the table it points to. */
+	 * the region before it is full (the write position is its end, not
+	 * the start of the table the END points to: when that is the ring's
+	 * start, the whole ring is written, and a buffer that did not wrap
+	 * holds all of it). */
 	uint32_t pos;
 	uint64_t e = 0;
 	if (visit_find(w, base, &pos) && read_entry(t, base, idx, &e) == 0 &&
-	    (e & PTS_TOPA_END) && idx > 0 && *off == 0 &&
-	    visit_find(w, e & phys_limit_mask(t) & ~UINT64_C(0xfff), &pos) &&
-	    w->v[pos].first_region < t->nregions) {
-		*k = w->v[pos].first_region;
-		return 0;
+	    (e & PTS_TOPA_END) && idx > 0 && *off == 0) {
+		for (uint32_t i = 0; i < t->nregions; i++) {
+			if (t->regions[i].table == base &&
+			    t->regions[i].index == idx - 1) {
+				*k = i;
+				*off = t->regions[i].size;
+				return 0;
+			}
+		}
 	}
 	return pts_topa_fail(t, PTS_ERR_BAD_CONFIG,
 			     "output pointers (table 0x%llx, entry %u, offset "

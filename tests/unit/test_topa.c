@@ -445,12 +445,25 @@ static void test_memory_dump(void)
 	pts_topa_free(t);
 
 	/* pointers resting on the END entry of table 0x1000 (hardware steps
-	 * over it when the next byte comes): the start of table 0x2000 */
+	 * over it when the next byte comes): the end of the region before */
 	CHECK(run_desc("output_base 0x1000\n"
 		       "output_mask_ptrs 0x17f\nmemory 0 dump\n"
 		       "table 0x1000\nwrapped no\n",
 		       &t) == 0);
 	CHECK(pts_topa_get_info(t, &info) == 0 && info.write_pos == 0x5000);
+	pts_topa_free(t);
+	/* and on the END of table 0x2000, which leads back to the ring's
+	 * start: the whole ring is written, not none of it (it read as the
+	 * start of table 0x1000, and without a wrap gave 0 bytes) */
+	CHECK(run_desc("output_base 0x2000\n"
+		       "output_mask_ptrs 0xff\nmemory 0 dump\n"
+		       "table 0x1000\nwrapped no\n",
+		       &t) == 0);
+	CHECK(pts_topa_get_info(t, &info) == 0 && info.write_pos == 0x6000 &&
+	      info.linear_size == 0x6000);
+	got = collect(t, &len);
+	CHECK(len == 0x6000 && got[0] == 1 && got[0x5fff] == 0);
+	free(got);
 	pts_topa_free(t);
 
 	/* detection: with a byte written after the position, it wrapped */
