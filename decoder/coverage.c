@@ -203,6 +203,7 @@ static void stop(struct pts_cov *c)
 		edge(c, c->last, PTS_COV_OFF, c->last_half ^ dst_half(PTS_COV_OFF));
 	c->on = false;
 	c->pending = false;
+	c->armed = false;
 }
 
 /* The pending branch goes to @ip. */
@@ -405,27 +406,61 @@ static int insns(struct pts_cov *c, const struct pts_flow_rec *rec)
 	return 0;
 }
 
+/* A window in which no instruction ran, opened at @ip (an enable, or an
+ * overflow resolved there) and ended by an interrupt or a disable there
+ * (an AEX's TIP.PGE at the AEP, then the ERESUME there; a return to user
+ * space, then a restart): its start edge, which the stop edge then
+ * follows. An overflow or an error ends such a window without edges:
+ * where it stopped is not known. */
+static void open_empty(struct pts_cov *c, uint64_t ip)
+{
+	if (c->on || !c->armed || c->armed_ip != ip)
+		return;
+	edge(c, PTS_COV_OFF, ip, pts_cov_edge_hash(PTS_COV_OFF, ip));
+	c->on = true;
+	c->pending = false;
+	set_last(c, ip);
+}
+
 static void event(struct pts_cov *c, const struct pts_flow_rec *rec)
 {
 	switch (rec->type) {
+	case PTS_EV_ENABLED:
+		/* The window opens with its first instruction, or with an
+		 * event at this IP before any (open_empty()). */
+		if (!c->on && !(rec->flags & PTS_EV_F_IP_SUPPRESSED)) {
+			c->armed = true;
+			c->armed_ip = rec->ip;
+		}
+		return;
 	case PTS_EV_ASYNC_BRANCH:
 		/* An interrupt (or an enclave transition shown as one): the
 		 * branch before it went to where execution stood. */
+		open_empty(c, rec->ip);
 		if (c->on)
 			resolve(c, rec->ip);
 		return;
 	case PTS_EV_ASYNC_DISABLED:
 		/* Tracing stops where execution stood (the FUP). */
+		open_empty(c, rec->ip);
 		if (c->on) {
 			resolve(c, rec->ip);
 			set_last(c, rec->ip);
 		}
 		stop(c);
 		return;
-	case PTS_EV_DISABLED:
 	case PTS_EV_OVERFLOW:
+		/* Resolved with tracing on, it resumes at the FUP's IP: a
+		 * window opens there as at an enable. */
+		stop(c);
+		if (!(rec->flags & PTS_EV_F_IP_SUPPRESSED)) {
+			c->armed = true;
+			c->armed_ip = rec->ip;
+		}
+		return;
+	case PTS_EV_DISABLED:
 	case PTS_EV_END:
-		stop(c); /* an overflow resumes with the next run */
+		stop(c);
 		return;
 	default:
 		return;

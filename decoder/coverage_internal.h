@@ -59,11 +59,13 @@ struct pts_cov {
 	size_t npool, cappool;
 	size_t limit;
 
-	/* Per trace. A window opens with its first instruction, not with
-	 * the enable: tracing that stops before anything ran (a restart
-	 * right after a return to user space, say) leaves no edges. */
-	bool on;      /* an instruction ran since tracing (re)started */
+	/* Per trace. A window opens with its first instruction, or with
+	 * the interrupt or disable at its enable's IP when none ran first
+	 * (coverage.c, open_empty()). */
+	bool on;      /* the window is open: its start edge is out */
 	bool pending; /* @last is a branch waiting for its destination */
+	bool armed;   /* an enable at @armed_ip, the window not open yet */
+	uint64_t armed_ip;
 	uint64_t last; /* last traced instruction (or the FUP address) */
 	uint32_t last_half; /* edge hash half of @last as a source */
 	/* Edges go anywhere but to the bitmap (filter, sink, counts): the

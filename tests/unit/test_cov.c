@@ -11,12 +11,15 @@
  *   - a visible branch (SYN_COND taken or not, JUMP, CALL, IJUMP, ICALL,
  *     RET, FAR) goes to the next visible instruction, or to the address of
  *     an interrupt/enclave transition (FUP) that comes first;
- *   - tracing starts at a visible instruction after a gap: OFF -> it;
+ *   - tracing starts at a visible instruction after a gap: OFF -> it
+ *     (an ENCLU too: an AEX resumes tracing at the AEP, whose ERESUME
+ *     stops it again before any instruction);
  *   - tracing stops at a hidden instruction or a software restart: X ->
  *     OFF, X the last visible instruction, or the FUP address when an
  *     interrupt/ENCLU/restart stopped it;
  *   - the synthesizer ends the trace with FUP(next) TIP.PGD(): the pending
- *     branch goes to next, then next -> OFF.
+ *     branch goes to next, then next -> OFF (OFF -> next first when
+ *     tracing was off before: an empty window at next).
  * ENCLU is reported by the trace as FUP + TIP/TIP.PGD (an event), never as
  * a branch instruction.
  *
@@ -92,6 +95,24 @@ static int traced(const struct syn_options *o, const struct pts_config *cfg,
 	       cfg->enclaves[w.encl].kind != PTS_ENCLAVE_PRODUCTION;
 }
 
+/* Whether tracing is on at @ip (code at @w): traced code, inside the
+ * filter ranges when there are any. */
+static int ip_traced(const struct syn_options *o, const struct pts_config *cfg,
+		     struct syn_where w, uint64_t ip)
+{
+	int filtered = 0;
+	if (!traced(o, cfg, w))
+		return 0;
+	for (unsigned n = 0; n < o->n_addr; n++) {
+		if (o->addr_cfg[n] != PTS_ADDR_FILTER)
+			continue;
+		if (ip >= o->addr_a[n] && ip <= o->addr_b[n])
+			return 1;
+		filtered = 1;
+	}
+	return !filtered;
+}
+
 /* The edges the steps imply (rules above). */
 static void expected_edges(const struct steps *t, const struct syn_options *o,
 			   const struct pts_config *cfg, struct edges *out)
@@ -107,12 +128,22 @@ static void expected_edges(const struct steps *t, const struct syn_options *o,
 			on = pend = 0;
 			continue;
 		}
-		if (insn) {
-			if (!on)
-				push(out, OFF, s->ip);
-			else if (pend)
-				push(out, last, s->ip);
+		/* an event an overflow lost is not in the trace */
+		if (!syn_is_insn(s) && t->hidden[i])
+			continue;
+		if (!on &&
+		    (syn_is_insn(s) || ip_traced(o, cfg, s->at, s->ip))) {
+			/* tracing starts here, even where an ENCLU or an
+			 * event stops it again (an AEX to the AEP, then
+			 * ERESUME; SYSRET, then a restart) */
+			push(out, OFF, s->ip);
 			on = 1;
+			pend = 0;
+			last = s->ip;
+		}
+		if (insn) {
+			if (pend)
+				push(out, last, s->ip);
 			pend = branch_kind(s->kind);
 			last = s->ip;
 			continue;
@@ -129,11 +160,22 @@ static void expected_edges(const struct steps *t, const struct syn_options *o,
 			on = 0;
 		}
 	}
-	if (on && t->n) {
-		uint64_t cur = t->v[t->n - 1].next;
-		if (pend)
-			push(out, last, cur);
-		push(out, cur, OFF);
+	if (t->n) {
+		const struct syn_step *end = &t->v[t->n - 1];
+		const uint64_t cur = end->next;
+		const int at_cur = ip_traced(o, cfg, end->to, cur);
+		if (on && !at_cur) {
+			push(out, last, OFF); /* the last branch left */
+		} else if (at_cur) {
+			/* tracing back on at the last step's destination (a
+			 * return from the enclave, an overflow resolved
+			 * there) when it was off */
+			if (!on)
+				push(out, OFF, cur);
+			else if (pend)
+				push(out, last, cur);
+			push(out, cur, OFF);
+		}
 	}
 }
 

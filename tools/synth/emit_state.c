@@ -372,11 +372,9 @@ int syn_emit_step(struct syn_emitter *em, const struct syn_step *s)
 	    em->sink->total - em->psb_mark >= em->o.psb_period &&
 	    (err = syn_psb_plus(em)) < 0)
 		return err;
-	if (!syn_is_insn(s))
-		return 0;
 	if (was_dropping || em->dropping)
 		return SYN_HID_OVERFLOW;
-	return why;
+	return syn_is_insn(s) ? why : 0;
 }
 
 void syn_emit_overflow_arm(struct syn_emitter *em)

@@ -112,8 +112,9 @@ static int pending_add(struct pending *p, const struct syn_step *s, int hid)
 
 static void pending_hide(struct pending *p, int why)
 {
+	/* events too: their packets are lost with the instructions' */
 	for (size_t i = 0; i < p->n; i++)
-		if (syn_is_insn(&p->v[i].s) && !p->v[i].hidden)
+		if (!p->v[i].hidden)
 			p->v[i].hidden = why;
 }
 

@@ -170,7 +170,8 @@ void syn_emit_free(struct syn_emitter *em);
  * is on there, MODE.Exec and FUP. */
 int syn_emit_start(struct syn_emitter *em, uint64_t ip, struct syn_where where);
 /* Applies one step; returns enum syn_hidden for instructions (what a
- * decoder can see of it), 0 for events, < 0 on a write error. */
+ * decoder can see of it), for events 0 or SYN_HID_OVERFLOW (its packets
+ * lost), < 0 on a write error. */
 int syn_emit_step(struct syn_emitter *em, const struct syn_step *s);
 /* Ends the trace as software clearing TraceEn would: FUP, TIP.PGD. */
 int syn_emit_finish(struct syn_emitter *em);

@@ -19,7 +19,9 @@ struct syn_driver {
 	void *source;
 	int (*next)(void *source, struct syn_step *s);
 	void (*restart_here)(void *source); /* may be NULL */
-	/* Called after every step with the emitter's verdict (tests). */
+	/* Called after every step with the emitter's verdict (tests): an
+	 * enum syn_hidden reason, or 0 when its packets are in the trace
+	 * (an event's are lost only in an overflow). */
 	void (*on_step)(void *ctx, const struct syn_step *s, int hidden);
 	void *ctx;
 	/* Results. */

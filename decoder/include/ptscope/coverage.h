@@ -15,7 +15,9 @@
  * FUP + TIP are not branch instructions: a branch just before one ends at
  * the interrupted address, and the interrupt itself makes no edge. An
  * overflow, a decode error and the end of the trace stop tracing as far as
- * edges go.
+ * edges go. A window in which nothing ran, opened at X and closed by an
+ * interrupt or disable at X (an AEX's return to the AEP whose ERESUME
+ * enters the enclave again), gives PTS_COV_OFF -> X, X -> PTS_COV_OFF.
  *
  * The bitmap: one byte per slot, slot = pts_cov_edge_hash(SRC, DST) &
  * (size - 1), incremented and held at 255. Every edge counts, the start and
