@@ -411,14 +411,17 @@ static int run_raw(struct windows *w)
 		return PTS_EXIT_USAGE;
 	/* Bytes before the first PSB: a trace that starts mid-stream (a file
 	 * cut at its start, a ring that wrapped), not a decode error; but an
-	 * unwrapped ToPA buffer starts where tracing did, and --no-sync says
-	 * the first packet starts at byte 0. */
+	 * unwrapped ToPA buffer starts where tracing did, at a packet (its
+	 * PADs are no skipped bytes: decoded from byte 0, as --no-sync says
+	 * of a file). */
 	if (src->topa) {
 		struct pts_topa_info ti;
 
 		w->opts.lead_truncated =
 			pts_topa_get_info(src->topa, &ti) == 0 && ti.wrapped;
 		w->opts.tail_truncated = 1;
+		if (!w->opts.lead_truncated)
+			w->pkt_config.no_sync = 1;
 	} else {
 		w->opts.lead_truncated = !w->pkt_config.no_sync;
 	}

@@ -210,6 +210,28 @@ done
 	{ echo "FAIL cov --bitmap to a new file"; fail=1; }
 [ $fail = 1 ] || echo "ok   cov --bitmap onto its inputs refused"
 
+# An unwrapped buffer starts where tracing did, at a packet: two PADs
+# before the first PSB are packets, not a decode-error gap (`windows` gives
+# what `windows --no-sync` gives on the same bytes as a file).
+{ printf '\0\0'; cat "$plain/trace.pt"; } > "$tmp/pads.pt"
+cp "$tmp/pads.pt" "$tmp/pads.bin"
+dd if=/dev/zero bs=1 count=$((4096 - $(wc -c < "$tmp/pads.pt"))) \
+	>> "$tmp/pads.bin" 2>/dev/null
+printf 'mode single\noutput_base 0x100000\nwrapped no\n%s\n%s\n' \
+	"output_mask_ptrs 0x$(printf %x $(wc -c < "$tmp/pads.pt"))00000fff" \
+	"region 0x100000 pads.bin" > "$tmp/pads.desc"
+"$ptscope" topa --desc "$tmp/pads.desc" windows --config "$plain/config.cfg" \
+	> "$tmp/pads.topa" 2>&1 || true
+"$ptscope" windows --no-sync --config "$plain/config.cfg" "$tmp/pads.pt" \
+	> "$tmp/pads.file" 2>&1 || true
+if grep -q decode-error "$tmp/pads.topa" ||
+	! cmp -s "$tmp/pads.topa" "$tmp/pads.file"; then
+	echo "FAIL topa windows, PADs first:"; diff "$tmp/pads.file" \
+		"$tmp/pads.topa" | head -5; fail=1
+else
+	echo "ok   topa windows: PADs before the first PSB"
+fi
+
 # A message naming a long path holds all of it (it was cut at 320 bytes).
 long=$tmp/$(printf 'd%.0s' $(seq 1 150))/$(printf 'f%.0s' $(seq 1 150)).bin
 status=0
