@@ -112,6 +112,11 @@ int pts_topa_own(struct pts_topa *t, void *addr, size_t len, int mapped)
 	return 0;
 }
 
+/* The most read from a file that cannot be mapped: far above any ToPA
+ * buffer region (128M at most), and a device that never ends
+ * (/dev/zero) is an error, not a read until memory runs out. */
+#define READ_WHOLE_MAX ((size_t)256 << 20)
+
 /* Reads a file that cannot be mapped (a pipe, /proc) into a heap block. */
 static int read_whole(struct pts_topa *t, int fd, const char *path,
 		      const uint8_t **data, uint64_t *len)
@@ -132,6 +137,13 @@ static int read_whole(struct pts_topa *t, int fd, const char *path,
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (n >= READ_WHOLE_MAX) {
+			free(buf);
+			return pts_topa_fail(t, PTS_ERR_BAD_FORMAT,
+					     "%s: more than 256M from a file "
+					     "that cannot be mapped (a "
+					     "device?)", path);
+		}
 		if (n == cap) {
 			uint8_t *nb = realloc(buf, cap * 2);
 			if (!nb)

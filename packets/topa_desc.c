@@ -23,6 +23,7 @@ struct desc {
 	unsigned ntok;
 	/* the last 'table' without a file: entries collect here */
 	int inline_open;
+	unsigned inline_line;
 	uint64_t inline_phys;
 	uint8_t *inline_buf;
 	uint32_t inline_n, inline_cap; /* in entries */
@@ -84,7 +85,17 @@ static int close_inline(struct desc *d)
 	char name[48];
 	snprintf(name, sizeof(name), "table 0x%llx",
 		 (unsigned long long)d->inline_phys);
-	return pts_topa_add_memory(d->t, d->inline_phys, buf, len, name);
+	err = pts_topa_add_memory(d->t, d->inline_phys, buf, len, name);
+	if (err < 0 && err != -PTS_ERR_NOMEM) {
+		/* an overlap: named at the table's line, not the next one */
+		char msg[sizeof(d->t->err)];
+		const unsigned now = d->line;
+		snprintf(msg, sizeof(msg), "%s", d->t->err);
+		d->line = d->inline_line;
+		err = bad(d, -err, "%s", msg);
+		d->line = now;
+	}
+	return err;
 }
 
 /* FILE or FILE@OFF, relative to the description's directory: adds its
@@ -232,6 +243,7 @@ static int parse_table(struct desc *d)
 		return add_file(d, phys, &d->tok[2]);
 	d->inline_open = 1;
 	d->inline_phys = phys;
+	d->inline_line = d->line;
 	return 0;
 }
 
