@@ -862,9 +862,17 @@ int pts_perfcmd_open(const char *who, const char *path,
 {
 	struct pts_perf_error err;
 	const int rc = pts_perf_open(path, perf, &err);
-	if (rc < 0) {
+	/* no file, no memory, or no perf.data at all (its magic) */
+	if (rc < 0 && (err.code == -PTS_ERR_IO ||
+		       err.code == -PTS_ERR_NOMEM || err.offset == 0)) {
 		pts_cli_error(who, "cannot read %s: %s", path, err.msg);
-		return -1;
+		return -PTS_EXIT_USAGE;
+	}
+	if (rc < 0) {
+		pts_cli_error(who,
+			      "%s is damaged, nothing before it to read: %s",
+			      path, err.msg);
+		return -PTS_EXIT_ERRORS;
 	}
 	if (rc == 1)
 		pts_cli_error(who, "%s is damaged, reading what precedes it: %s",
@@ -883,7 +891,7 @@ int pts_cmd_perf(int argc, char **argv)
 		return rc < 0 ? PTS_EXIT_OK : rc;
 	int orc = pts_perfcmd_open(cmd, pc.path, &pc.perf);
 	if (orc < 0)
-		return PTS_EXIT_USAGE;
+		return -orc;
 	int status = pts_perfcmd_check_selection(&pc);
 	if (status != 0) {
 		pts_perf_close(pc.perf);

@@ -493,7 +493,7 @@ static int run_perf(struct windows *w, int argc, char **argv)
 	 * does: its reports cover what precedes the damage. */
 	const int damaged = pts_perfcmd_open(cmd, w->trace, &perf);
 	if (damaged < 0)
-		return PTS_EXIT_USAGE;
+		return -damaged;
 	if (pts_perfcmd_no_pt(cmd, w->trace, perf)) {
 		pts_perf_close(perf);
 		return PTS_EXIT_USAGE;

@@ -112,7 +112,10 @@ size_t pts_perfcmd_json_str(char *p, size_t room, const char *s, size_t len);
 
 /* Opens the perf.data @path for command @who (cmd_perf.c): 0, 1 when it
  * is damaged (said on stderr, with what is wrong; what precedes the
- * damage is read), or -1 when it cannot be read (said too). */
+ * damage is read), or minus the exit status when it cannot be read (said
+ * too): -PTS_EXIT_USAGE for an I/O error or no perf.data (no magic),
+ * -PTS_EXIT_ERRORS when it is damaged before anything could be read (its
+ * header, its attributes). */
 int pts_perfcmd_open(const char *who, const char *path,
 		     struct pts_perf **perf);
 

@@ -5,6 +5,7 @@
 # another type (2 is ARM's CoreSight ETM), and an Intel PT AUXTRACE_INFO
 # whose PMU type no event has. Both are made from fixtures/perf/synth.data
 # by one byte each. Before, all four decoded the bytes and exited 0.
+# Also: a damaged header exits 1.
 #
 #   run_perf_not_pt.sh PTSCOPE SYNTH_DATA
 set -u
@@ -46,6 +47,16 @@ for c in "etm|AUXTRACE type 2 is not Intel PT" \
 		fi
 	done
 done
+# A header damaged (attr_size 0, at offset 0x10) is a damaged file, exit 1
+# as --help says, not an I/O error (it said "cannot read", exit 2).
+patch "$tmp/hdr.data" 16 000
+"$ptscope" perf info "$tmp/hdr.data" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc != 1 ] || ! grep -q "hdr.data is damaged, nothing before it" \
+	"$tmp/err"; then
+	echo "perf info hdr.data: exit $rc, said: $(head -1 "$tmp/err")"
+	status=1
+fi
 # the file itself is still decoded
 "$ptscope" perf dump "$data" >/dev/null 2>&1 ||
 	{ echo "perf dump $data failed"; status=1; }
