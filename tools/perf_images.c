@@ -89,10 +89,13 @@ static void add_map(struct perf_maps *m, struct pts_image *img, uint64_t cr3,
 		pts_image_add_raw(img, cr3, path, mm->pgoff, 0, mm->addr);
 }
 
-/* Anonymous memory, [vdso], [heap] ...: no file to read code from. */
+/* Anonymous memory, [vdso], [heap] ...: no file to read code from. A
+ * relative name (the kernel gives none; a capture written by a tool may)
+ * is a file, as perf opens it, from the current directory. */
 static int is_file(const struct pts_perf_str *fn)
 {
-	return fn->len > 1 && fn->ptr[0] == '/' &&
+	return fn->len > 1 && fn->ptr[0] != '[' &&
+	       !(fn->len >= 11 && memcmp(fn->ptr, "anon_inode:", 11) == 0) &&
 	       !(fn->len >= 6 && memcmp(fn->ptr, "//anon", 6) == 0) &&
 	       !(fn->len >= 5 && memcmp(fn->ptr, "/dev/", 5) == 0) &&
 	       !(fn->len >= 8 && memcmp(fn->ptr, "/memfd:", 7) == 0);

@@ -9,6 +9,8 @@
 #    its process's comm and tid. A's last stretch starts at 0x500000, where
 #    only procB maps code: one error (perf: code 5, "Failed to get
 #    instruction"), not procB's code.
+#    Made in a relative directory, the MMAPs name relative paths: the
+#    same, opened from the current directory as perf does.
 # 2. Time order: the same capture with a second CPU running procB between
 #    CPU 0's stretches: by default the lines of both queues come in time
 #    order (as perf script prints them); --order queue prints queue 0, then
@@ -27,6 +29,9 @@
 #   run_perf_switch.sh PTSCOPE MAKE_PERF_SWITCH
 set -u
 ptscope=$1 make=$2
+# absolute: one case runs in another directory
+case $ptscope in /*) ;; *) ptscope=$PWD/$ptscope ;; esac
+case $make in /*) ;; *) make=$PWD/$make ;; esac
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -92,6 +97,17 @@ mkdir -p "$tmp/one" "$tmp/two"
   stretch procA 100 000 1.000500 3; } >"$tmp/one.want"
 check processes "$tmp/one.want" "$tmp/one"
 perf_check processes "$tmp/one.want" "$tmp/one"
+
+# The same capture made with a relative directory: its MMAPs name the
+# files relatively, and perf (and ptscope) open them from the current
+# directory (ptscope took no relative name for a file: no code, exit 1).
+mkdir -p "$tmp/rel"
+(cd "$tmp/rel" && mkdir one && "$make" one >/dev/null) ||
+	{ echo "make_perf_switch one (relative) failed"; exit 1; }
+(cd "$tmp/rel" || exit 1
+	check relative "$tmp/one.want" one
+	perf_check relative "$tmp/one.want" one
+	exit "$fail") || fail=1
 
 { stretch procA 100 000 1.000100 3; stretch procB 200 001 1.000150 6
   stretch procB 200 000 1.000300 6; stretch procB 200 001 1.000450 6
