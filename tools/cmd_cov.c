@@ -158,6 +158,27 @@ static void summary(struct cov_cli *c, const struct pts_flow *flow)
 	fputc('\n', stderr);
 }
 
+/* Instructions ran but no edge came from the --filter ranges: say so,
+ * with the ranges as read (numbers without 0x are decimal, while --edges
+ * prints hex without it: "--filter 400100-400200" covers no code). */
+static void no_edge_in_filters(struct cov_cli *c,
+			       const struct pts_flow_stats *fs)
+{
+	struct pts_cov_stats st;
+	char ranges[4 * 48] = "";
+	size_t n = 0;
+	pts_cov_get_stats(c->cov, &st);
+	if (!c->cfg.n_ranges || st.edges || !fs->insns)
+		return;
+	for (unsigned i = 0; i < c->cfg.n_ranges; i++)
+		n += (size_t)snprintf(ranges + n, sizeof(ranges) - n,
+				      "%s0x%" PRIx64 "-0x%" PRIx64,
+				      i ? ", " : "", c->cfg.begin[i],
+				      c->cfg.end[i]);
+	pts_cli_error(cmd, "note: no edge came from the --filter ranges "
+			   "(%s; numbers without 0x are decimal)", ranges);
+}
+
 /* Decodes @in with @img. Returns the exit status. */
 static int run(struct cov_cli *c, struct pts_image *img,
 	       const struct pts_image_opts *io, struct pts_trace_input *in)
@@ -206,6 +227,7 @@ static int run(struct cov_cli *c, struct pts_image *img,
 	}
 	if (!c->quiet)
 		summary(c, flow);
+	no_edge_in_filters(c, &fs);
 	if (status == PTS_EXIT_OK && c->errors)
 		status = PTS_EXIT_ERRORS;
 	pts_flow_free(flow);
