@@ -26,8 +26,9 @@ static void help(void)
 	      "                     -o TRACE [OPTIONS]\n"
 	      "\n"
 	      "Synthesizes an Intel PT trace for a known instruction flow:\n"
-	      "a seeded walk over the machine code of ELF, or a real run of\n"
-	      "PROGRAM single-stepped with ptrace (user space only).\n"
+	      "a seeded walk over the machine code of ELF (64-bit code), or\n"
+	      "a real run of PROGRAM single-stepped with ptrace (user space\n"
+	      "only).\n"
 	      "\n"
 	      "outputs:\n"
 	      "  -o, --output=TRACE    the raw trace\n"
@@ -192,6 +193,23 @@ static int parse_range(struct pts_image *img, const char *text, uint64_t *a,
 	return parse_addr(img, buf, a) < 0 || parse_addr(img, dash + 1, b) < 0
 		       ? -1
 		       : 0;
+}
+
+/* EI_CLASS of the ELF that spec "FILE[:BASE]" names (0: unknown). */
+enum { ELF_CLASS32 = 1 };
+static int elf_class(const char *spec)
+{
+	uint64_t base;
+	char *path = pts_elf_spec_split(spec, &base);
+	unsigned char ident[5] = {0};
+	FILE *f = path ? fopen(path, "rb") : NULL;
+	if (f) {
+		if (fread(ident, 1, sizeof(ident), f) != sizeof(ident))
+			ident[4] = 0;
+		fclose(f);
+	}
+	free(path);
+	return ident[4];
 }
 
 /* An enclave spec's addresses: numbers, or symbols of the walked image. */
@@ -608,6 +626,13 @@ int pts_cmd_synth(int argc, char **argv)
 		img = pts_image_new();
 		if (!img) {
 			pts_cli_error(cmd, "out of memory");
+			goto done;
+		}
+		if (elf_class(c.walk) == ELF_CLASS32) {
+			/* its code read as 64-bit would be another program */
+			pts_cli_usage_error(cmd, "--walk %s: a 32-bit ELF: the "
+					    "walk is of 64-bit code only",
+					    c.walk);
 			goto done;
 		}
 		if (pts_cli_add_image(cmd, "--walk", img, c.walk) < 0)

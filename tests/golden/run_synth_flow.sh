@@ -223,6 +223,11 @@ line='enclave 0x500000 0x501000 production entry=0x500000 aep=0x400138'
 	"$tmp/y.cfg" --enclave "$sym" && grep -qx "$line" "$tmp/y.cfg" ||
 	{ echo "synth --enclave by symbols: $(grep enclave "$tmp/y.cfg")" >&2
 		status=1; }
+# a 32-bit ELF is refused (its code was walked as 64-bit code)
+cp "$tmp/demo" "$tmp/demo32"
+printf '\001' | dd of="$tmp/demo32" bs=1 seek=4 conv=notrunc 2>/dev/null
+expect_usage "--walk $tmp/demo32: a 32-bit ELF: the walk is of 64-bit" \
+	"$ptscope" synth --walk "$tmp/demo32" -o "$tmp/w32.pt"
 expect_usage "--elf $tmp/value.cfg: not an ELF file" \
 	"$ptscope" flow --elf "$tmp/value.cfg" "$tmp/w.pt"
 [ $status = 1 ] || echo "messages: ok"
