@@ -72,6 +72,13 @@ int pts_perf_frame_in(const struct pts_perf *perf, uint64_t pos, uint64_t end,
 					     size);
 		extra = pts_rd32(h + 8);
 	}
+	/* past any AUX buffer perf can map: the size field is damaged, not
+	 * the file cut */
+	if (extra >> 40 && extra > end - pos - size)
+		return pts_perf_fail(err, -PTS_ERR_BAD_FORMAT, pos,
+				     (int32_t)type,
+				     "payload size %llu is corrupt (over 1T)",
+				     (unsigned long long)extra);
 	if (extra > end - pos - size)
 		return pts_perf_fail(err, -PTS_ERR_TRUNCATED, pos, (int32_t)type,
 				     "payload of %llu bytes after the record "

@@ -355,10 +355,15 @@ static void test_corruption(void)
 	expect_open(&b, 1, -PTS_ERR_BAD_FORMAT, synth_mmap2_offset,
 		    PTS_PERF_RECORD_MMAP2);
 
-	/* an AUXTRACE payload size beyond the file */
+	/* an AUXTRACE payload size beyond the file: cut (1G), or a size
+	 * no capture has (2^46: it said "file truncated") */
+	synth_perf_data(&b, &o);
+	b.data[synth_auxtrace_offset + 11] = 0x40;
+	expect_open(&b, 1, -PTS_ERR_TRUNCATED, synth_auxtrace_offset,
+		    PTS_PERF_RECORD_AUXTRACE);
 	synth_perf_data(&b, &o);
 	b.data[synth_auxtrace_offset + 13] = 0x40;
-	expect_open(&b, 1, -PTS_ERR_TRUNCATED, synth_auxtrace_offset,
+	expect_open(&b, 1, -PTS_ERR_BAD_FORMAT, synth_auxtrace_offset,
 		    PTS_PERF_RECORD_AUXTRACE);
 
 	/* an MMAP2 too short for its fields: skipped, counted, reported by
