@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* Whether @sym is a code label perf would name code by: an STT_NOTYPE
  * symbol with a name, defined in a section (not absolute), not hidden or
@@ -312,6 +313,15 @@ int pts_image_add_elf_spec(struct pts_image *img, uint64_t cr3,
 	return err;
 }
 
+/* Whether [@spec, @end) names a file that exists. */
+static bool file_before(const char *spec, const char *end)
+{
+	char *path = dup_range(spec, end);
+	bool there = path && access(path, F_OK) == 0;
+	free(path);
+	return there;
+}
+
 int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
 			   const char *spec)
 {
@@ -336,6 +346,10 @@ int pts_image_add_raw_spec(struct pts_image *img, uint64_t cr3,
 			if (dash && to <= from)
 				return -PTS_ERR_INVALID;
 			file_end = prev;
+		} else if (file_before(spec, prev)) {
+			/* "FILE:1-:ADDR": a FROM-TO that does not parse, not
+			 * a file named "FILE:1-" */
+			return -PTS_ERR_INVALID;
 		} else {
 			from = to = 0;
 		}

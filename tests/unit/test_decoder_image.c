@@ -74,6 +74,12 @@ static void test_raw(void)
 	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
 	snprintf(spec, sizeof(spec), "%s:0-0x100:0x700000", path);
 	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
+	/* a FROM-TO that does not parse is bad syntax, not a file named
+	 * "PATH:1-" (it said No such file or directory) */
+	snprintf(spec, sizeof(spec), "%s:1-:0x700000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
+	snprintf(spec, sizeof(spec), "%s:1-2junk:0x700000", path);
+	CHECK(pts_image_add_raw_spec(img, 0, spec) == -PTS_ERR_INVALID);
 	CHECK(pts_image_add_raw_spec(img, 0, "/nonexistent:0x1000") ==
 	      -PTS_ERR_IO);
 	CHECK(errno == ENOENT);
