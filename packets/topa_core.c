@@ -295,6 +295,11 @@ int pts_topa_add_table(struct pts_topa *t, uint64_t phys)
 		return pts_topa_fail(t, PTS_ERR_BAD_FORMAT,
 				     "more than %u tables",
 				     PTS_TOPA_MAX_TABLES);
+	for (uint32_t i = 0; i < t->ndecl; i++)
+		if (t->decl_tables[i] == phys)
+			return pts_topa_fail(t, PTS_ERR_BAD_FORMAT,
+					     "table 0x%llx is given twice",
+					     (unsigned long long)phys);
 	if (pts_topa_grow((void **)&t->decl_tables, &t->cap_decl, t->ndecl + 1,
 			  sizeof(*t->decl_tables)) < 0)
 		return pts_topa_fail(t, PTS_ERR_NOMEM, "out of memory");

@@ -67,6 +67,21 @@ static int num_arg(struct desc *d, unsigned i, uint64_t *v)
 	return 0;
 }
 
+/* @err of a call that failed without naming the line: the message again,
+ * as "ORIGIN:@line: message". */
+static int at_line(struct desc *d, unsigned line, int err)
+{
+	if (err >= 0 || err == -PTS_ERR_NOMEM)
+		return err;
+	char msg[sizeof(d->t->err)];
+	const unsigned now = d->line;
+	snprintf(msg, sizeof(msg), "%s", d->t->err);
+	d->line = line;
+	err = bad(d, -err, "%s", msg);
+	d->line = now;
+	return err;
+}
+
 /* Adds the entries collected for the open inline table as its span. */
 static int close_inline(struct desc *d)
 {
@@ -85,17 +100,10 @@ static int close_inline(struct desc *d)
 	char name[48];
 	snprintf(name, sizeof(name), "table 0x%llx",
 		 (unsigned long long)d->inline_phys);
-	err = pts_topa_add_memory(d->t, d->inline_phys, buf, len, name);
-	if (err < 0 && err != -PTS_ERR_NOMEM) {
-		/* an overlap: named at the table's line, not the next one */
-		char msg[sizeof(d->t->err)];
-		const unsigned now = d->line;
-		snprintf(msg, sizeof(msg), "%s", d->t->err);
-		d->line = d->inline_line;
-		err = bad(d, -err, "%s", msg);
-		d->line = now;
-	}
-	return err;
+	/* an overlap: named at the table's line, not the next one */
+	return at_line(d, d->inline_line,
+		       pts_topa_add_memory(d->t, d->inline_phys, buf, len,
+					   name));
 }
 
 /* FILE or FILE@OFF, relative to the description's directory: adds its
@@ -237,7 +245,7 @@ static int parse_table(struct desc *d)
 		return bad(d, PTS_ERR_BAD_FORMAT,
 			   "table 0x%llx is not 4K aligned",
 			   (unsigned long long)phys);
-	if ((err = pts_topa_add_table(d->t, phys)) < 0)
+	if ((err = at_line(d, d->line, pts_topa_add_table(d->t, phys))) < 0)
 		return err;
 	if (d->ntok == 3)
 		return add_file(d, phys, &d->tok[2]);

@@ -371,11 +371,15 @@ static const struct {
 	 "z4K: offset 0x2000 is past the end of the file"},
 	{GOOD "region 0x100000 z8K\nregion 0x101000 z4K\n", PTS_ERR_BAD_FORMAT,
 	 "overlaps"},
-	/* an inline table is added when the next directive comes: the
-	 * overlap is named at its own line (it had none) */
+	/* an inline table is added when the next directive comes: an
+	 * overlap is named at the table's own line (it had none) */
+	{MSRS "region 0x10000 z4K\n" "table 0x10000\nentry 0x100000 4K\n"
+	 "entry end 0x10000\nregion 0x100000 z4K\n",
+	 PTS_ERR_BAD_FORMAT, "desc:4: table 0x10000 at 0x10000 (16 bytes) "
+	 "overlaps z4K"},
+	/* a table given twice (a bare --table too) */
 	{GOOD "table 0x10000\nentry 0x100000 4K\nregion 0x100000 z4K\n",
-	 PTS_ERR_BAD_FORMAT,
-	 "desc:6: table 0x10000 at 0x10000 (8 bytes) overlaps table"},
+	 PTS_ERR_BAD_FORMAT, "desc:6: table 0x10000 is given twice"},
 	{TABLE "entry 0x100000 3K\n", PTS_ERR_BAD_FORMAT,
 	 "'3K' is not a ToPA region size"},
 	{MSRS "table 0x10100\n", PTS_ERR_BAD_FORMAT,
