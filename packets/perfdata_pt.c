@@ -69,8 +69,10 @@ int pts_perf_pt_info(const struct pts_perf *perf, struct pts_perf_pt_info *info)
 	const uint8_t *fs = priv + 8 * PRIV_FIXED_COUNT;
 	size_t used = 0;
 	if (flen) {
-		if (flen >= left)
+		if (flen >= left) {
+			info->bad_filter_len = flen;
 			return -PTS_ERR_BAD_FORMAT;
+		}
 		info->filter = pts_perf_str_at(fs, (size_t)flen);
 		used = ((size_t)flen + 1 + 7) & ~(size_t)7;
 	}

@@ -658,9 +658,9 @@ static void info_pt(struct perf_cmd *pc)
 		return;
 	}
 	if (rc < 0) {
+		char why[96];
 		outf(pc, "intel_pt:    none: %s\n",
-		     pt.nr_priv ? "AUXTRACE_INFO too short"
-				: "no AUXTRACE_INFO record");
+		     pts_perfcmd_pt_info_error(&pt, why, sizeof(why)));
 		return;
 	}
 	static const char *const sched[] = {"none", "sched_switch tracepoint",

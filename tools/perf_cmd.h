@@ -110,6 +110,11 @@ int pts_perfcmd_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
  * length written. */
 size_t pts_perfcmd_json_str(char *p, size_t room, const char *s, size_t len);
 
+/* Why pts_perf_pt_info() failed (not for another AUXTRACE type), into
+ * @buf: a bad filter string length, a record too short, or none. */
+const char *pts_perfcmd_pt_info_error(const struct pts_perf_pt_info *pt,
+				      char *buf, size_t size);
+
 /* Opens the perf.data @path for command @who (cmd_perf.c): 0, 1 when it
  * is damaged (said on stderr, with what is wrong; what precedes the
  * damage is read), or minus the exit status when it cannot be read (said

@@ -94,6 +94,20 @@ int pts_perfcmd_tid_unseen(const struct perf_cmd *pc)
 	return 1;
 }
 
+const char *pts_perfcmd_pt_info_error(const struct pts_perf_pt_info *pt,
+				      char *buf, size_t size)
+{
+	if (pt->bad_filter_len)
+		snprintf(buf, size, "AUXTRACE_INFO's filter string length %"
+			 PRIu64 " runs past the record", pt->bad_filter_len);
+	else if (pt->nr_priv)
+		snprintf(buf, size, "AUXTRACE_INFO too short");
+	else
+		snprintf(buf, size,
+			 "no AUXTRACE_INFO record: record with -e intel_pt//");
+	return buf;
+}
+
 int pts_perfcmd_no_pt(const char *who, const char *path,
 		      const struct pts_perf *perf)
 {
@@ -112,8 +126,7 @@ int pts_perfcmd_no_pt(const char *who, const char *path,
 		snprintf(why, sizeof(why), "AUXTRACE type %" PRIu32
 			 " is not Intel PT", pt.type);
 	else if (info < 0)
-		snprintf(why, sizeof(why),
-			 "no AUXTRACE_INFO record: record with -e intel_pt//");
+		pts_perfcmd_pt_info_error(&pt, why, sizeof(why));
 	else if (pts_perf_pt_config(perf, &cfg) < 0)
 		snprintf(why, sizeof(why),
 			 "no event has the PT PMU type %" PRIu64, pt.pmu_type);

@@ -3,8 +3,9 @@
 # (exit 2, the reason named) by `perf dump`, `perf flow`, `perf windows`
 # and `windows --perf`, however PT-like its bytes: AUXTRACE_INFO of
 # another type (2 is ARM's CoreSight ETM), and an Intel PT AUXTRACE_INFO
-# whose PMU type no event has. Both are made from fixtures/perf/synth.data
-# by one byte each. Before, all four decoded the bytes and exited 0.
+# whose PMU type no event has, and a filter string length past the record.
+# All are made from fixtures/perf/synth.data by one byte each. Before, all
+# four commands decoded the bytes and exited 0.
 # Also: a damaged header exits 1.
 #
 #   run_perf_not_pt.sh PTSCOPE SYNTH_DATA
@@ -29,8 +30,12 @@ patch() {
 }
 patch "$tmp/etm.data" $((at + 8)) 002
 patch "$tmp/pmu.data" $((at + 16)) 007 # priv[0]: the PMU type, 8 in it
+# priv[16], the filter string length: 1, with no room for a string (perf:
+# "bad filter string length"; it was called "too short", or "no record")
+patch "$tmp/flt.data" $((at + 16 + 16 * 8)) 001
 for c in "etm|AUXTRACE type 2 is not Intel PT" \
-	"pmu|no event has the PT PMU type 7"; do
+	"pmu|no event has the PT PMU type 7" \
+	"flt|AUXTRACE_INFO's filter string length 1 runs past the record"; do
 	f="$tmp/${c%%|*}.data" why=${c#*|}
 	for args in "perf dump" "perf flow" "perf windows" "windows --perf"
 	do

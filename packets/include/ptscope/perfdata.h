@@ -256,6 +256,9 @@ struct pts_perf_pt_info {
 	struct pts_perf_str filter; /* address filter string (perf 4.15+) */
 	uint8_t have_cap_event_trace;
 	uint64_t cap_event_trace;
+	/* With -PTS_ERR_BAD_FORMAT: a filter string length past the
+	 * record's end (perf: "bad filter string length"), else 0. */
+	uint64_t bad_filter_len;
 };
 
 /* IA32_RTIT_CTL bits the PT event was recorded with. perf's intel_pt
@@ -272,7 +275,8 @@ struct pts_perf_pt_config {
  * Returns -PTS_ERR_UNSUPPORTED for another AUXTRACE type (BTS, ARM, ...);
  *   info->type says which.
  * Returns -PTS_ERR_BAD_FORMAT when there is no AUXTRACE_INFO record, or it is
- *   shorter than perf accepts (9 priv entries). */
+ *   shorter than perf accepts (9 priv entries), or its filter string length
+ *   runs past its end (info->bad_filter_len). */
 int pts_perf_pt_info(const struct pts_perf *perf, struct pts_perf_pt_info *info);
 
 /* The PT event's attr: the one whose type equals priv[PMU_TYPE] (perf's own
