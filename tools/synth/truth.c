@@ -127,7 +127,11 @@ void syn_truth_step(struct syn_truth *t, const struct syn_step *s,
 	} else if (syn_is_insn(s) && t->truth) {
 		put_line(t, 0, "", s->ip, NULL, 0, hidden_suffix[hidden]);
 	}
-	if (!syn_is_insn(s) || !t->visible)
+	/* An ENCLU is the FUP of its transition: a decoder never reports it
+	 * as executed (nor does libipt), so the visible flow leaves it out,
+	 * as it does the exit the walk makes at any instruction to leave an
+	 * enclave for a restart (syn_walk_leave_enclave()). */
+	if (!syn_is_insn(s) || !t->visible || s->kind == SYN_ENCLU)
 		return;
 	if (hidden) {
 		if (!t->gap) {
