@@ -209,7 +209,7 @@ static int elf_class(const char *spec)
 		fclose(f);
 	}
 	free(path);
-	return ident[4];
+	return memcmp(ident, "\177ELF", 4) == 0 ? ident[4] : 0;
 }
 
 /* An enclave spec's addresses: numbers, or symbols of the walked image. */

@@ -239,6 +239,10 @@ cp "$tmp/demo" "$tmp/demo32"
 printf '\001' | dd of="$tmp/demo32" bs=1 seek=4 conv=notrunc 2>/dev/null
 expect_usage "--walk $tmp/demo32: a 32-bit ELF: the walk is of 64-bit" \
 	"$ptscope" synth --walk "$tmp/demo32" -o "$tmp/w32.pt"
+# (only an ELF: a file whose fifth byte is 1 is no 32-bit ELF)
+printf 'abcd\001xyz' > "$tmp/notelf"
+expect_usage "--walk $tmp/notelf: not an ELF file" \
+	"$ptscope" synth --walk "$tmp/notelf" -o "$tmp/w32.pt"
 expect_usage "--elf $tmp/value.cfg: not an ELF file" \
 	"$ptscope" flow --elf "$tmp/value.cfg" "$tmp/w.pt"
 [ $status = 1 ] || echo "messages: ok"
