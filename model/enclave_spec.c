@@ -3,12 +3,12 @@
  * share: BEGIN-END:KIND[,OPTION]... on the command line, "enclave BEGIN END
  * KIND [OPTION]..." in a file; KIND production or debug, an OPTION one of
  * aep=A, eexit=A (up to PTS_ENCLAVE_MAX_EEXIT), entry=A (OENTRY) and
- * name=N. Where an address is read, `synth` also takes SYMBOL[+OFFSET]
- * (struct pts_enclave_addr_reader); the others take numbers only.
+ * name=N. An address is a number, 0x hex or decimal (pts_parse_u64(), as
+ * image specs read them); `synth` also takes SYMBOL[+OFFSET] (struct
+ * pts_enclave_addr_reader).
  */
 #include <ptscope/model.h>
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,18 +31,6 @@ static const struct spec_words with_symbols = {
 	"aep= takes an address or SYMBOL", "eexit= takes an address or SYMBOL",
 	"entry= takes an address or SYMBOL"};
 
-/* One unsigned number in C notation, the whole of @s. */
-static int read_number(const char *s, uint64_t *v)
-{
-	char *end;
-
-	if (*s == '\0' || *s == '-' || *s == '+' || *s == ' ')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 0);
-	return errno || *end ? -1 : 0;
-}
-
 /* @len bytes of @s as an address, by @rd or as a number. */
 static int read_addr(const char *s, size_t len,
 		     const struct pts_enclave_addr_reader *rd, uint64_t *v)
@@ -54,7 +42,7 @@ static int read_addr(const char *s, size_t len,
 	memcpy(word, s, len);
 	word[len] = '\0';
 	return rd && rd->read ? rd->read(rd->ctx, word, v)
-			      : read_number(word, v);
+			      : pts_parse_u64(word, word + len, v);
 }
 
 int pts_enclave_kind_of(const char *word, size_t len)

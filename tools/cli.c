@@ -232,6 +232,15 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 	}
 }
 
+int pts_cli_elf_header(const char *path, unsigned char h[18])
+{
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(h, 1, 18, f) : 0;
+	if (f)
+		fclose(f);
+	return n == 18 && memcmp(h, "\177ELF", 4) == 0;
+}
+
 char *pts_cli_resolved_path(const char *path)
 {
 	const char *slash = strrchr(path, '/');

@@ -52,6 +52,10 @@ int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
 void pts_cli_config_error(const char *cmd, const char *path, int line,
 			  int err);
 
+/* The first 18 bytes of ELF file @path (e_ident, e_type) into @h: 1, or
+ * 0 when it is no ELF file or cannot be read. */
+int pts_cli_elf_header(const char *path, unsigned char h[18]);
+
 /* @path with its directory resolved (the file itself need not exist):
  * "a.pt" and "./a.pt" give one name. Returns NULL (free() it) when the
  * directory does not resolve. */

@@ -201,15 +201,10 @@ static int elf_class(const char *spec)
 {
 	uint64_t base;
 	char *path = pts_elf_spec_split(spec, &base);
-	unsigned char ident[5] = {0};
-	FILE *f = path ? fopen(path, "rb") : NULL;
-	if (f) {
-		if (fread(ident, 1, sizeof(ident), f) != sizeof(ident))
-			ident[4] = 0;
-		fclose(f);
-	}
+	unsigned char h[18];
+	const int elf = path && pts_cli_elf_header(path, h);
 	free(path);
-	return memcmp(ident, "\177ELF", 4) == 0 ? ident[4] : 0;
+	return elf ? h[4] : 0;
 }
 
 /* An enclave spec's addresses: numbers, or symbols of the walked image. */

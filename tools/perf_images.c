@@ -40,13 +40,7 @@ struct perf_maps {
 static int elf_type(const char *path)
 {
 	unsigned char h[18];
-	FILE *f = fopen(path, "rb");
-	size_t n = f ? fread(h, 1, sizeof(h), f) : 0;
-	if (f)
-		fclose(f);
-	if (n < sizeof(h) || memcmp(h, "\177ELF", 4) != 0)
-		return 0;
-	return h[16] | h[17] << 8;
+	return pts_cli_elf_header(path, h) ? h[16] | h[17] << 8 : 0;
 }
 
 /* Maps one MMAP: the file's bytes at the mapped range (exactly what the

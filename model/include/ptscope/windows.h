@@ -101,7 +101,7 @@ struct pts_trace_config {
 
 /* How an enclave spec reads an address (`synth` reads SYMBOL[+OFFSET] of
  * its image too): @read returns 0 with *@v, or -1 when @text names none.
- * A NULL reader takes numbers in C notation only. */
+ * A NULL reader takes numbers only (0x hex or decimal). */
 struct pts_enclave_addr_reader {
 	int (*read)(void *ctx, const char *text, uint64_t *v);
 	void *ctx;
