@@ -15,6 +15,7 @@ static void trace_state_init(struct pts_flow *f)
 	f->qhead = f->qlen = 0;
 	f->ended = f->pkt_eos = false;
 	f->q_in_psb = false;
+	f->cbr_head = f->cbr_len = 0;
 	f->st = ST_NOSYNC;
 	f->nosync_from = f->pkt_config.base_offset;
 	f->no_skip = false;
@@ -167,8 +168,17 @@ static int queue_batch(struct pts_flow *f, struct pts_input *in)
 	f->stats.packets += (uint64_t)r;
 	unsigned w = tail;
 	for (unsigned i = tail; i < tail + (unsigned)r; i++) {
-		if (ignored(f->q[i].kind))
+		if (f->q[i].kind == PTS_PKT_CBR && !f->q_in_psb) {
+			if (f->cbr_len < CBR_CAP) {
+				unsigned c = (f->cbr_head + f->cbr_len++) %
+					     CBR_CAP;
+				f->cbr[c].offset = f->q[i].offset;
+				f->cbr[c].ratio = f->q[i].u.cbr.ratio;
+				continue;
+			}
+		} else if (ignored(f->q[i].kind)) {
 			continue;
+		}
 		if (f->q[i].kind == PTS_PKT_PSB) {
 			f->q_in_psb = true;
 		} else if (f->q[i].kind == PTS_PKT_OVF) {
@@ -308,6 +318,7 @@ static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 
 static void end_of_trace(struct pts_flow *f, uint64_t ip)
 {
+	pts_flow_cbrs(f, true);
 	pts_flow_event(f, PTS_EV_END, ip, f->offset);
 	f->st = ST_DONE;
 }
@@ -316,10 +327,6 @@ void pts_flow_end_here(struct pts_flow *f)
 {
 	end_of_trace(f, f->ip);
 }
-
-
-
-
 
 /* A TIP.PGD binds to the instruction at @ip: tracing stops there.
  * @resume is where libipt expects tracing to resume (its decoder IP after
@@ -923,6 +930,8 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 static void step_enabled(struct pts_flow *f)
 {
 	do {
+		if (f->cbr_len && !f->tnt_count)
+			pts_flow_cbrs(f, true);
 		const struct pts_packet *h =
 			f->tnt_count ? NULL : pts_flow_peek(f, 0);
 		uint64_t stop = 0;

@@ -13,8 +13,13 @@
 #define QUEUE_CAP 512
 #define LOOKAHEAD 48
 /* Records a step may emit at most; output is buffered in between. */
-#define PEND_CAP 64
+#define PEND_CAP 128
 #define STEP_RECS 16
+/* CBRs outside PSB+ waiting beside the queue (see pts_flow.cbr); a step
+ * may report all of them at once. */
+#define CBR_CAP 64
+_Static_assert(PEND_CAP >= 2 * STEP_RECS + CBR_CAP,
+	       "a step's records and every CBR waiting fit behind the output");
 /* Addresses one iteration of the walk delivers at most: one block (a
  * careful walk stopped short of a block's end by an event may add the one
  * instruction of an SKD022 VM entry: still no more than a block). */
@@ -62,6 +67,19 @@ struct pts_flow {
 	/* Packet queue: q[qhead .. qhead + qlen). */
 	struct pts_packet q[QUEUE_CAP];
 	unsigned qhead, qlen;
+	/* CBRs outside PSB+, oldest first, from cbr_head (a ring). A CBR is
+	 * an event of its own (libipt's ptev_cbr), due once the walk took
+	 * every packet before it with no TNT bit pending: then libipt reads
+	 * ahead to it. They wait here, not in the queue, so the lookahead
+	 * (a TIP behind a TNT, the packets an async FUP binds, errata scans)
+	 * reads past them: a frequency change may come between any two
+	 * packets. Past CBR_CAP waiting, a CBR is queued as it comes and
+	 * pts_flow_codeless() reports it. */
+	struct {
+		uint64_t offset;
+		uint8_t ratio;
+	} cbr[CBR_CAP];
+	unsigned cbr_head, cbr_len;
 	bool ended;    /* pts_flow_end() called */
 	bool pkt_eos;  /* the packet decoder has nothing more */
 
@@ -292,6 +310,9 @@ static inline bool pts_flow_at_end(struct pts_flow *f)
 	pts_flow_end_here(f);
 	return true;
 }
+/* Reports (@report) or drops the CBRs that are due: those before the
+ * head packet, all of them when the queue is empty. */
+void pts_flow_cbrs(struct pts_flow *f, bool report);
 /* Enters PSB+ at the PSB at the head. */
 void pts_flow_enter_psb(struct pts_flow *f);
 /* Applies a MODE.Exec packet: the mode, and an event. */

@@ -156,6 +156,9 @@ int pts_flow_event_text(const struct pts_flow_rec *rec, char *out, size_t cap)
 	case PTS_EV_EVD:
 		put(&b, "evd %" PRIu64 ": %016" PRIx64, a, rec->arg2);
 		break;
+	case PTS_EV_CBR:
+		put(&b, "cbr: %" PRIx64, a);
+		break;
 	case PTS_EV_END:
 		put(&b, "end of trace");
 		break;

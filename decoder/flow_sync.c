@@ -89,9 +89,25 @@ static void skipped_to(struct pts_flow *f, uint64_t end)
 	f->no_skip = true;
 }
 
+void pts_flow_cbrs(struct pts_flow *f, bool report)
+{
+	const struct pts_packet *h = pts_flow_peek(f, 0);
+	while (f->cbr_len && (!h || f->cbr[f->cbr_head].offset < h->offset)) {
+		if (report) {
+			struct pts_flow_rec *r = pts_flow_event(
+				f, PTS_EV_CBR, 0, f->cbr[f->cbr_head].offset);
+			r->arg = f->cbr[f->cbr_head].ratio;
+			r->flags = PTS_EV_F_IP_SUPPRESSED;
+		}
+		f->cbr_head = (f->cbr_head + 1) % CBR_CAP;
+		f->cbr_len--;
+	}
+}
+
 void pts_flow_step_nosync(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
+	pts_flow_cbrs(f, false); /* skipped with the rest */
 	/* The queue runs dry only at the end of the trace (flow_next()
 	 * steps with LOOKAHEAD packets queued, or none to come). */
 	if (!p || p->kind == PTS_PKT_PSB)
@@ -494,6 +510,12 @@ bool pts_flow_codeless(struct pts_flow *f)
 		if (p->u.bep.ip && fup_after_head(f, &ip))
 			pts_flow_pop(f);
 		break;
+	case PTS_PKT_CBR:
+		/* queued past CBR_CAP waiting (pts_flow.cbr) */
+		r = pts_flow_event(f, PTS_EV_CBR, 0, p->offset);
+		r->arg = p->u.cbr.ratio;
+		r->flags = PTS_EV_F_IP_SUPPRESSED;
+		break;
 	case PTS_PKT_BBP:
 	case PTS_PKT_BIP:
 	case PTS_PKT_PSBEND:
@@ -558,6 +580,7 @@ static void enable(struct pts_flow *f, unsigned n)
 void pts_flow_step_disabled(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
+	pts_flow_cbrs(f, true);
 	if (!p) {
 		f->st = ST_DONE;
 		return;

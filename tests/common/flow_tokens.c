@@ -48,6 +48,8 @@ static int libipt_events(struct pt_insn_decoder *d, int status,
 			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_DISABLED));
 		else if (ev.type == ptev_overflow)
 			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_OVERFLOW));
+		else if (ev.type == ptev_cbr && t->with_cbr)
+			pts_toks_add(t, PTS_TOK_CBR_OF(ev.variant.cbr.ratio));
 	}
 	return status;
 }
@@ -120,6 +122,8 @@ static void ptscope_rec(const struct pts_flow_rec *r, struct pts_toks *t)
 			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_DISABLED));
 		else if (r->type == PTS_EV_OVERFLOW)
 			pts_toks_add(t, PTS_TOK_EVENT(PTS_TOK_OVERFLOW));
+		else if (r->type == PTS_EV_CBR && t->with_cbr)
+			pts_toks_add(t, PTS_TOK_CBR_OF(r->arg));
 	}
 }
 
@@ -166,11 +170,15 @@ void pts_toks_show(const char *what, const struct pts_toks *t, size_t from,
 {
 	static const char *const names[] = {"?", "enabled", "disabled",
 					    "overflow", "error", "resumed",
-					    "?", "?"};
+					    "cbr", "?"};
 	fprintf(stderr, "  %s:", what);
 	for (size_t k = at > from + 4 ? at - 4 : from; k < to && k < at + 4;
 	     k++) {
-		if (PTS_TOK_IS_EVENT(t->v[k]))
+		if (PTS_TOK_IS_EVENT(t->v[k]) &&
+		    (t->v[k] & 0xf) == PTS_TOK_CBR)
+			fprintf(stderr, " [cbr: %x]", (unsigned)(t->v[k] >> 4 &
+								 0xff));
+		else if (PTS_TOK_IS_EVENT(t->v[k]))
 			fprintf(stderr, " [%s]", names[t->v[k] & 7]);
 		else
 			fprintf(stderr, " %" PRIx64, t->v[k]);

@@ -12,18 +12,23 @@
 
 /* Event markers: non-canonical addresses (bits 63:47 not all equal),
  * which no instruction has. Only these exact values: kernel addresses
- * share their top bits. */
+ * share their top bits. A CBR's marker carries its ratio in bits 11:4. */
 #define PTS_TOK_EVENT(e) (0xfff0000000000000ull | (uint64_t)(e))
-#define PTS_TOK_IS_EVENT(x) (((x) & ~0xfull) == PTS_TOK_EVENT(0))
+#define PTS_TOK_IS_EVENT(x) (((x) & ~0xfffull) == PTS_TOK_EVENT(0))
+#define PTS_TOK_CBR_OF(ratio) PTS_TOK_EVENT(PTS_TOK_CBR | (ratio) << 4)
 enum {
 	PTS_TOK_ENABLED = 1, PTS_TOK_DISABLED, PTS_TOK_OVERFLOW, PTS_TOK_ERROR,
-	PTS_TOK_RESUMED /* enabled where libipt's resumed flag is set */
+	PTS_TOK_RESUMED, /* enabled where libipt's resumed flag is set */
+	PTS_TOK_CBR      /* with_cbr only */
 };
 
 struct pts_toks {
 	uint64_t *v;
 	size_t n, cap;
 	uint64_t insns;
+	/* Set by the caller: CBR events (core clock changes outside PSB+)
+	 * become markers too. */
+	int with_cbr;
 };
 
 /* Appends @x (exits on no memory). */
@@ -32,9 +37,9 @@ void pts_toks_free(struct pts_toks *t);
 
 /* The flow libipt's pt_insn decodes with @cfg (begin/end set; the image is
  * set up by the caller through @setup on the decoder's image, with @ctx).
- * Enabled, disabled (also async) and overflow events that are not status
- * updates become markers; a decode error becomes PTS_TOK_ERROR and the
- * decoder resyncs. */
+ * Enabled, disabled (also async), overflow events that are not status
+ * updates and (@t->with_cbr) CBR events become markers; a decode error
+ * becomes PTS_TOK_ERROR and the decoder resyncs. */
 void pts_toks_libipt(const struct pt_config *cfg,
 		     int (*setup)(struct pt_image *img, void *ctx), void *ctx,
 		     struct pts_toks *t);

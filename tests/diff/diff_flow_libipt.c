@@ -90,7 +90,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		dump(name, &g);
-		struct pts_toks truth = {0}, lib = {0}, ours = {0};
+		struct pts_toks truth = {0}, lib = {.with_cbr = 1},
+				ours = {.with_cbr = 1};
 		for (size_t k = 0; k < g.ntruth; k++)
 			pts_toks_add(&truth, g.truth[k]);
 		run_libipt(&g, &lib);

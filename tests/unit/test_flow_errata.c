@@ -51,17 +51,11 @@
  *       0x6000 call rax; 0x6002 call 0x6010; 0x6007 ret; 0x6010 ret.
  */
 #include "check.h"
-#include "hand_trace.h"
-
-#include <ptscope/decoder.h>
+#include "hand_flow.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-
-#ifdef PTS_HAVE_LIBIPT
-#include "flow_tokens.h"
-#endif
 
 static const uint8_t code1[] = {0xe9, 0xfb, 0x0f, 0x00, 0x00};
 static const uint8_t code2[] = {0x90, 0xc3};
@@ -71,11 +65,7 @@ static const uint8_t code5[] = {0x0f, 0x05};
 static const uint8_t code6[] = {0xff, 0xd0, 0xe8, 0x09, 0x00, 0x00, 0x00,
 				0xc3, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
 				0x90, 0x90, 0xc3};
-static const struct {
-	const uint8_t *bytes;
-	size_t size;
-	uint64_t base;
-} sections[] = {
+static const struct hand_section sections[] = {
 	{code1, sizeof(code1), 0x1000},
 	{code2, sizeof(code2), 0x2000},
 	{code3, sizeof(code3), 0x3000},
@@ -83,18 +73,8 @@ static const struct {
 	{code5, sizeof(code5), 0x5000},
 	{code6, sizeof(code6), 0x6000},
 };
-#define NSECTIONS (sizeof(sections) / sizeof(sections[0]))
-
-static struct pts_image *make_image(void)
-{
-	struct pts_image *img = pts_image_new();
-	for (size_t i = 0; i < NSECTIONS; i++) {
-		int err = pts_image_add_mem(img, 0, sections[i].bytes,
-					    sections[i].size, sections[i].base);
-		CHECK(err == 0);
-	}
-	return img;
-}
+static const struct hand_code code = {
+	sections, sizeof(sections) / sizeof(sections[0])};
 
 static void mode64(struct hand_trace *t)
 {
@@ -109,7 +89,7 @@ static void mode64(struct hand_trace *t)
 static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 		   char *out, size_t cap)
 {
-	struct pts_image *img = make_image();
+	struct pts_image *img = hf_image(&code);
 	struct pts_flow *f = pts_flow_new(fc, img);
 	struct pts_input in = {t->buf, t->len, 0};
 	struct pts_flow_rec recs[16];
@@ -173,73 +153,6 @@ static void decode(const struct hand_trace *t, const struct pts_flow_config *fc,
 	pts_image_free(img);
 }
 
-#ifdef PTS_HAVE_LIBIPT
-static int read_code(uint8_t *buf, size_t size, const struct pt_asid *asid,
-		     uint64_t ip, void *ctx)
-{
-	(void)asid;
-	(void)ctx;
-	for (size_t i = 0; i < NSECTIONS; i++) {
-		uint64_t base = sections[i].base;
-		if (ip < base || ip >= base + sections[i].size)
-			continue;
-		size_t n = (size_t)(base + sections[i].size - ip);
-		if (n > size)
-			n = size;
-		memcpy(buf, sections[i].bytes + (ip - base), n);
-		return (int)n;
-	}
-	return -pte_nomap;
-}
-
-static int libipt_image(struct pt_image *img, void *ctx)
-{
-	return pt_image_set_callback(img, read_code, ctx);
-}
-
-/* libipt's flow of @t with the CPU of @fc against ours (fed in random
- * chunks): 0 when they agree. */
-static int libipt_differs(const char *label, const struct hand_trace *t,
-			  const struct pts_flow_config *fc)
-{
-	struct pt_config cfg;
-	pt_config_init(&cfg);
-	cfg.begin = (uint8_t *)(uintptr_t)t->buf;
-	cfg.end = cfg.begin + t->len;
-	if (fc->cpu.family) {
-		cfg.cpu.vendor = pcv_intel;
-		cfg.cpu.family = fc->cpu.family;
-		cfg.cpu.model = fc->cpu.model;
-		cfg.cpu.stepping = fc->cpu.stepping;
-		CHECK(pt_cpu_errata(&cfg.errata, &cfg.cpu) == 0);
-	}
-	/* SKL014 needs the filter ranges on libipt's side too. */
-	for (int n = 0; n < 4; n++) {
-		if (fc->addr_cfg[n] != 1)
-			continue;
-		/* ADDRn_CFG 1: filter (libipt 2.0.5's header has no name
-		 * for it). */
-		cfg.addr_filter.config.addr_cfg |= (uint64_t)1 << (4 * n);
-		uint64_t *ab[4][2] = {
-			{&cfg.addr_filter.addr0_a, &cfg.addr_filter.addr0_b},
-			{&cfg.addr_filter.addr1_a, &cfg.addr_filter.addr1_b},
-			{&cfg.addr_filter.addr2_a, &cfg.addr_filter.addr2_b},
-			{&cfg.addr_filter.addr3_a, &cfg.addr_filter.addr3_b}};
-		*ab[n][0] = fc->addr_a[n];
-		*ab[n][1] = fc->addr_b[n];
-	}
-	struct pts_toks theirs = {0}, ours = {0};
-	pts_toks_libipt(&cfg, libipt_image, NULL, &theirs);
-	struct pts_image *img = make_image();
-	pts_toks_ptscope(img, fc, t->buf, t->len, 7, &ours);
-	pts_image_free(img);
-	int r = pts_toks_compare(label, "libipt", &theirs, "ptscope", &ours, 0);
-	pts_toks_free(&theirs);
-	pts_toks_free(&ours);
-	return r;
-}
-#endif
-
 /* Decodes @t with @fc: the flow must be @want, and libipt (when there)
  * must agree unless @libipt_same is false (a documented difference). */
 static void expect(const char *label, const struct hand_trace *t,
@@ -248,18 +161,7 @@ static void expect(const char *label, const struct hand_trace *t,
 {
 	char flow[512];
 	decode(t, fc, flow, sizeof(flow));
-	fprintf(stderr, "%-24s %s\n", label, flow);
-	if (strcmp(flow, want) != 0)
-		FAIL("%s: got \"%s\", want \"%s\"\n", label, flow, want);
-#ifdef PTS_HAVE_LIBIPT
-	int d = libipt_differs(label, t, fc);
-	if (d && libipt_same)
-		FAIL("%s: libipt disagrees\n", label);
-	if (!d && !libipt_same)
-		FAIL("%s: libipt agrees now: update the test\n", label);
-#else
-	(void)libipt_same;
-#endif
+	hf_expect(label, flow, want, &code, t, fc, false, libipt_same);
 }
 
 /* The start of every trace: PSB+, then tracing on at @ip. */

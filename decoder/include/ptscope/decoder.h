@@ -293,6 +293,7 @@ enum pts_flow_kind {
 	X(PTWRITE, "ptwrite")          /* ip: PTWRITE (unless suppressed); arg: payload; arg2: size code */ \
 	X(CFE, "cfe")                  /* ip: FUP IP when bound; arg: type | vector << 8 */ \
 	X(EVD, "evd")                  /* arg: type; arg2: payload */        \
+	X(CBR, "cbr")                  /* arg: core:bus ratio */             \
 	X(END, "end-of-trace")         /* ip: where the flow stopped */
 
 enum pts_flow_event {

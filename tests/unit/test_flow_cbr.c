@@ -1,0 +1,203 @@
+/* CBR packets in the instruction flow: outside PSB+ a CBR says the core
+ * clock changed, an event of its own (libipt's ptev_cbr, ptxed's
+ * "[cbr: N]"). libipt reports it once its query decoder reads ahead to it:
+ * after the instruction that took the last packet before it, with no TNT
+ * bit left. Hand-made traces over hand-made code:
+ *   - a CBR behind a TNT: after the branch that took the TNT's last bit,
+ *     before the instructions up to the next branch;
+ *   - a CBR while tracing is off: between [disabled] and [enabled];
+ *   - a CBR at the end: before the end of the trace;
+ *   - 100 CBRs in a row, more than the walker keeps beside its packet
+ *     queue: all of them, in order;
+ *   - CBRs before the first PSB (skipped) and inside PSB+ (status, not a
+ *     change): no event;
+ *   - a CBR between a TNT and the TIP an indirect branch waits for (TIP
+ *     deferral): the walk reads past it (SDM 36.3.1: a frequency change
+ *     may come between any two packets), where libipt 2.0.5 fails with a
+ *     bad query.
+ * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn: the
+ * flows must agree, CBR events included, except where the case says.
+ * Code: 0x1000 je 0x1002; 0x1002 je 0x1004; 0x1004 nop; 0x1005 jmp rax.
+ */
+#include "check.h"
+#include "hand_flow.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CODE_BASE 0x1000
+static const uint8_t bytes[] = {0x74, 0x00, 0x74, 0x00, 0x90, 0xff, 0xe0};
+static const struct hand_section section = {bytes, sizeof(bytes),
+					     CODE_BASE};
+static const struct hand_code code = {&section, 1};
+static const struct pts_flow_config none;
+
+/* The flow of @t as text: instruction addresses, "E1000" enabled, "D"
+ * disabled, "K20" a CBR (ratio in hex), "R" an error, "." the end. */
+static void decode(const struct hand_trace *t, char *out, size_t cap)
+{
+	struct pts_image *img = hf_image(&code);
+	struct pts_flow *f = pts_flow_new(&none, img);
+	struct pts_input in = {t->buf, t->len, 0};
+	struct pts_flow_rec recs[16];
+	size_t len = 0;
+	int n;
+	out[0] = 0;
+	pts_flow_end(f);
+	while ((n = pts_flow_next(f, &in, recs, 16)) > 0) {
+		for (int i = 0; i < n && len < cap; i++) {
+			const struct pts_flow_rec *r = &recs[i];
+			unsigned long long a = r->kind == PTS_FLOW_INSNS
+						       ? 0
+						       : r->arg;
+			if (r->kind == PTS_FLOW_INSNS) {
+				for (uint32_t k = 0; k < r->n && len < cap; k++)
+					len += (size_t)snprintf(
+						out + len, cap - len, "%llx ",
+						(unsigned long long)r->ips[k]);
+			} else if (r->kind == PTS_FLOW_ERROR) {
+				len += (size_t)snprintf(out + len, cap - len,
+							"R ");
+			} else if (r->kind != PTS_FLOW_EVENT) {
+				continue;
+			} else if (r->type == PTS_EV_CBR) {
+				/* no IP: ptxed prints none */
+				CHECK(r->flags & PTS_EV_F_IP_SUPPRESSED);
+				len += (size_t)snprintf(out + len, cap - len,
+							"K%llx ", a);
+			} else if (r->type == PTS_EV_ENABLED) {
+				len += (size_t)snprintf(
+					out + len, cap - len, "E%llx ",
+					(unsigned long long)r->ip);
+			} else if (r->type == PTS_EV_DISABLED) {
+				len += (size_t)snprintf(out + len, cap - len,
+							"D ");
+			} else if (r->type == PTS_EV_END) {
+				len += (size_t)snprintf(out + len, cap - len,
+							". ");
+			}
+		}
+	}
+	CHECK(len < cap);
+	pts_flow_free(f);
+	pts_image_free(img);
+}
+
+/* The flow of @t must be @want; libipt must agree, CBR events included,
+ * unless @libipt_same is false (a documented difference). */
+static void expect(const char *label, const struct hand_trace *t,
+		   const char *want, bool libipt_same)
+{
+	char flow[2048];
+	decode(t, flow, sizeof(flow));
+	hf_expect(label, flow, want, &code, t, &none, true, libipt_same);
+}
+
+static void cbr(struct hand_trace *t, uint8_t ratio)
+{
+	struct pts_packet p;
+	memset(&p, 0, sizeof(p));
+	p.kind = PTS_PKT_CBR;
+	p.u.cbr.ratio = ratio;
+	ht_put(t, &p);
+}
+
+/* PSB+ (with a CBR of @psb_ratio inside, 0: none), tracing on at 0x1000. */
+static void start(struct hand_trace *t, uint8_t psb_ratio)
+{
+	ht_psb(t);
+	if (psb_ratio)
+		cbr(t, psb_ratio);
+	ht_mode(t, 1, 0);
+	ht_put_kind(t, PTS_PKT_PSBEND);
+	ht_put_ip(t, PTS_PKT_TIP_PGE, CODE_BASE);
+}
+
+/* Tracing stops at the JMP RAX (TIP.PGD with its target); a PSB+ after
+ * it, as libipt (and ptxed) drop a last [disabled] right at the end. */
+static void disable(struct hand_trace *t)
+{
+	ht_put_ip(t, PTS_PKT_TIP_PGD, CODE_BASE);
+	ht_psb(t);
+	ht_put_kind(t, PTS_PKT_PSBEND);
+}
+
+int main(void)
+{
+	struct hand_trace t = {0};
+
+	/* After the branch at 0x1002, which takes the TNT's last bit. */
+	start(&t, 0);
+	ht_tnt(&t, 3, 2);
+	cbr(&t, 0x20);
+	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
+	ht_tnt(&t, 0, 2);
+	disable(&t);
+	expect("after last bit", &t,
+	       "E1000 1000 1002 K20 1004 1005 1000 1002 1004 1005 D ", true);
+
+	/* While tracing is off. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, CODE_BASE);
+	cbr(&t, 0x21);
+	ht_put_ip(&t, PTS_PKT_TIP_PGE, CODE_BASE);
+	ht_tnt(&t, 0, 2);
+	disable(&t);
+	expect("while off", &t,
+	       "E1000 1000 1002 1004 1005 D K21 E1000 1000 1002 1004 1005 D ",
+	       true);
+
+	/* At the end of the trace; also after a TIP (the branch that took
+	 * it, then the CBR). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
+	cbr(&t, 0x23);
+	ht_tnt(&t, 0, 2);
+	cbr(&t, 0x22);
+	expect("at the end", &t,
+	       "E1000 1000 1002 1004 1005 K23 1000 1002 K22 . ", true);
+
+	/* 100 in a row: beyond what waits beside the queue. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	for (int i = 1; i <= 100; i++)
+		cbr(&t, (uint8_t)i);
+	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
+	ht_tnt(&t, 0, 2);
+	disable(&t);
+	char want[2048];
+	size_t len = (size_t)snprintf(want, sizeof(want), "E1000 1000 1002 ");
+	for (int i = 1; i <= 100; i++)
+		len += (size_t)snprintf(want + len, sizeof(want) - len, "K%x ",
+					i);
+	snprintf(want + len, sizeof(want) - len, "1004 1005 1000 1002 1004 "
+						 "1005 D ");
+	expect("100 in a row", &t, want, true);
+
+	/* Before the first PSB and inside PSB+: none. */
+	memset(&t, 0, sizeof(t));
+	cbr(&t, 0x30);
+	start(&t, 0x31);
+	ht_tnt(&t, 0, 2);
+	disable(&t);
+	expect("skipped, psb+", &t, "E1000 1000 1002 1004 1005 D ", true);
+
+	/* Between a TNT and the TIP of a deferred indirect branch: read past
+	 * (libipt: bad query at the CBR). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	ht_tnt(&t, 0, 2);
+	cbr(&t, 0x24);
+	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
+	disable(&t);
+	expect("deferred tip", &t,
+	       "E1000 1000 1002 1004 1005 1000 1002 K24 1004 1005 D ", false);
+	return pts_check_exit();
+}
