@@ -59,6 +59,28 @@ static int first_of(int a, int b, int c)
 	return a >= 0 ? a : b >= 0 ? b : c;
 }
 
+static int any_range(const struct pts_trace_config *cfg, unsigned kind)
+{
+	for (unsigned n = 0; n < 4; n++)
+		if (((cfg->ctl >> PTS_CTL_ADDR_CFG_SHIFT(n)) & 0xf) == kind)
+			return 1;
+	return 0;
+}
+
+/* Whether the event an AEX delivers may go where tracing does not see
+ * it: its handler runs in ring 0, so not while the kernel is traced with
+ * no CR3 or IP filter (OS=1): then the delivery is FUP(AEP) + TIP(handler)
+ * and a FUP(AEP) + TIP.PGD() right after the AEX is the ERESUME (digest
+ * 4.7, item 4). Without the configuration, either may be. */
+static int delivery_untraced(const struct pts_win_model *m)
+{
+	const struct pts_trace_config *cfg = &m->cfg;
+
+	return !(cfg->known & PTS_CFG_CTL) || !(cfg->ctl & PTS_CTL_OS) ||
+	       (cfg->ctl & PTS_CTL_CR3FILTER) ||
+	       any_range(cfg, PTS_ADDR_FILTER);
+}
+
 /* Digest 4.3 ("What follows an AEX"): after the AEX lands on the AEP the
  * event that caused it is delivered there like any interrupt; into an
  * untraced ring that is FUP(AEP) + TIP.PGD(), before any instruction runs,
@@ -72,7 +94,8 @@ static int is_aex_event(const struct pts_win_model *m,
 			const struct pts_win_record *rec, int after_aex,
 			uint64_t x)
 {
-	return after_aex && x == m->aex_ip && closed_at_ip(rec) &&
+	return after_aex && delivery_untraced(m) && x == m->aex_ip &&
+	       closed_at_ip(rec) &&
 	       rec->end.ip == x && m->win.begin.has_ip &&
 	       m->win.begin.ip == x && !m->win.tnt_bits && !m->win.tips;
 }
@@ -177,14 +200,6 @@ static int try_enclave(struct pts_win_model *m, struct pts_win_record *rec,
 				  "entries, exits and AEXs may be lost",
 				  (unsigned)g->ovfs);
 	return 1;
-}
-
-static int any_range(const struct pts_trace_config *cfg, unsigned kind)
-{
-	for (unsigned n = 0; n < 4; n++)
-		if (((cfg->ctl >> PTS_CTL_ADDR_CFG_SHIFT(n)) & 0xf) == kind)
-			return 1;
-	return 0;
 }
 
 /* Narrowing by the flow decoder's evidence: the instruction that disabled. */
@@ -295,6 +310,27 @@ static void list_causes(char *out, size_t cap, uint32_t mask)
 		}
 }
 
+/* How many causes @mask holds; *@last gets the highest (unchanged when
+ * none). With more than one the gap needs images, which @rec then says
+ * with the list. */
+static int settle_candidates(struct pts_win_record *rec, uint32_t mask,
+			     int *last)
+{
+	int n = 0;
+
+	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
+		if (mask & CAUSE_BIT(c)) {
+			n++;
+			*last = c;
+		}
+	if (n > 1) {
+		set_cause(rec, PTS_GAP_NEEDS_IMAGES, PTS_BASIS_NONE);
+		rec->candidates = mask;
+		list_causes(rec->detail, sizeof(rec->detail), mask);
+	}
+	return n;
+}
+
 static void unexplained(struct pts_win_model *m, struct pts_win_record *rec,
 			const char *why)
 {
@@ -324,11 +360,7 @@ static void classify_disable(struct pts_win_model *m,
 	if (g->has_fup && try_enclave(m, rec, after_aex))
 		return;
 	mask = candidates(m, rec);
-	for (int c = 0; c < PTS_GAP_CAUSE_COUNT; c++)
-		if (mask & CAUSE_BIT(c)) {
-			n++;
-			last = c;
-		}
+	n = settle_candidates(rec, mask, &last);
 	if (n == 0) {
 		unexplained(m, rec, g->has_fup
 					    ? "fup+tip.pgd(): no configured "
@@ -338,16 +370,49 @@ static void classify_disable(struct pts_win_model *m,
 					      "CR3 or IP filter explains it");
 		return;
 	}
-	if (n > 1) {
-		set_cause(rec, PTS_GAP_NEEDS_IMAGES, PTS_BASIS_NONE);
-		rec->candidates = mask;
-		list_causes(rec->detail, sizeof(rec->detail), mask);
+	if (n > 1)
 		return;
-	}
 	set_cause(rec, last,
 		  g->has_ev ? PTS_BASIS_EVIDENCE
 			    : (m->cfg.known & PTS_CFG_CTL) ? PTS_BASIS_CONFIG
 							   : PTS_BASIS_PACKETS);
+}
+
+/* The gap before the first window: the trace's first packets (PSB+, and
+ * TSC, CBR, PIP...) need TriggerEn (digest 3.6), so ContextEn, FilterEn
+ * or BranchEn held PacketEn at 0, as for a TIP.PGD without FUP: the causes
+ * the configuration allows (a user-only trace begun in ring 0: cpl). With
+ * none of them (everything traced), tracing was switched on right there:
+ * TraceEn. A gap closed at an AEP or EEXIT target of the map is an
+ * enclave the trace began in. */
+static void classify_start(struct pts_win_model *m,
+			   struct pts_win_record *rec)
+{
+	const int closed = closed_at_ip(rec);
+	uint32_t mask = candidates(m, rec);
+	int n, last = PTS_GAP_DISABLED;
+
+	if (closed && m->has_production &&
+	    (pts_enclave_find_aep(m, rec->end.ip) >= 0 ||
+	     pts_enclave_find_eexit(m, rec->end.ip) >= 0))
+		mask = CAUSE_BIT(PTS_GAP_ENCLAVE);
+	else if (!(m->cfg.known & PTS_CFG_CTL))
+		mask |= CAUSE_BIT(PTS_GAP_DISABLED);
+	n = settle_candidates(rec, mask, &last);
+	if (n > 1)
+		return;
+	set_cause(rec, last,
+		  last == PTS_GAP_ENCLAVE ? PTS_BASIS_MAP
+		  : n		      ? PTS_BASIS_CONFIG
+					      : PTS_BASIS_PACKETS);
+	if (last != PTS_GAP_ENCLAVE)
+		return;
+	rec->entry = PTS_ENCL_NONE;
+	rec->enclave = (int16_t)first_of(
+		pts_enclave_find_aep(m, rec->end.ip),
+		pts_enclave_find_eexit(m, rec->end.ip), only_production(m));
+	rec->exit = pts_enclave_find_aep(m, rec->end.ip) >= 0 ? PTS_ENCL_AEX
+							      : PTS_ENCL_EEXIT;
 }
 
 void pts_win_classify(struct pts_win_model *m, struct pts_win_record *rec)
@@ -364,7 +429,7 @@ void pts_win_classify(struct pts_win_model *m, struct pts_win_record *rec)
 	else if (g->stop)
 		set_cause(rec, PTS_GAP_TRACESTOP, PTS_BASIS_PACKETS);
 	else if (open == PTS_EDGE_START)
-		set_cause(rec, PTS_GAP_DISABLED, PTS_BASIS_PACKETS);
+		classify_start(m, rec);
 	else if (open == PTS_EDGE_PSB_NOFUP)
 		unexplained(m, rec, "psb+ without fup while tracing was on: "
 				    "no tip.pgd ended the window");

@@ -363,18 +363,41 @@ static void test_psb_without_fup(void)
 }
 
 /* The start: off until the first TIP.PGE is a gap; on from the first PSB+
- * (FUP) is not. */
+ * (FUP) is not. The gap's PSB+ needs TriggerEn (digest 3.6): a user-only
+ * trace began in ring 0 (cpl); with everything traced, tracing was
+ * switched on there (disabled: TraceEn); without the configuration, any
+ * of them; ending at the AEP, an enclave the trace began in. */
 static void test_start(void)
 {
 	struct pts_trace_config cfg = config(PTS_CTL_USER);
+	struct pts_trace_config all = config(PTS_CTL_USER | PTS_CTL_OS);
+	struct pts_trace_config none;
+	struct pts_enclave encl = {.begin = 0x7f0000000000ull,
+				   .end = 0x7f0000100000ull,
+				   .kind = PTS_ENCLAVE_PRODUCTION,
+				   .aep = CODE,
+				   .has_aep = 1};
 	struct wtrace t;
 
 	wt_init(&t);
 	wt_header(&t, 0, 0);
 	wt_ip(&t, PTS_PKT_TIP_PGE, CODE);
 	run(&t, &cfg);
-	expect_gap(0, PTS_GAP_DISABLED, PTS_BASIS_PACKETS);
+	expect_gap(0, PTS_GAP_CPL, PTS_BASIS_CONFIG);
 	CHECK_EQ(wt_find(&res, PTS_REC_GAP, 0)->begin.edge, PTS_EDGE_START);
+	run(&t, &all);
+	expect_gap(0, PTS_GAP_DISABLED, PTS_BASIS_PACKETS);
+	memset(&none, 0, sizeof(none));
+	run(&t, &none);
+	expect_gap(0, PTS_GAP_NEEDS_IMAGES, PTS_BASIS_NONE);
+	CHECK(wt_find(&res, PTS_REC_GAP, 0)->candidates &
+	      (1u << PTS_GAP_DISABLED));
+	cfg.enclaves = &encl;
+	cfg.n_enclaves = 1;
+	run(&t, &cfg);
+	expect_gap(0, PTS_GAP_ENCLAVE, PTS_BASIS_MAP);
+	CHECK_EQ(wt_find(&res, PTS_REC_GAP, 0)->exit, PTS_ENCL_AEX);
+	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
 	start(&t);
 	run(&t, &cfg);
 	CHECK_EQ(wt_count(&res, PTS_REC_GAP, -1), 0);

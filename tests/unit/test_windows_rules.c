@@ -174,32 +174,65 @@ static void expect_counts(uint64_t eenter, uint64_t eresume, uint64_t eexit,
 
 /* ---- (a) the AEX event rule ------------------------------------------- */
 
+/* EENTER, AEX to the AEP, FUP(AEP) + TIP.PGD() and back at the AEP twice,
+ * EEXIT. */
+static void aex_twice(struct wtrace *t)
+{
+	wt_init(t);
+	open_gap(t, SITE);
+	wt_ip(t, PTS_PKT_TIP_PGE, AEP);
+	fup_pgd(t, AEP);
+	wt_ip(t, PTS_PKT_TIP_PGE, AEP);
+	fup_pgd(t, AEP);
+	wt_ip(t, PTS_PKT_TIP_PGE, SITE + 3);
+	wt_tnt(t, 1);
+}
+
 /* EENTER, AEX to the AEP, the event delivered from the AEP into ring 0
  * (FUP(AEP) + TIP.PGD(), nothing in between), the IRET back to the AEP,
- * ERESUME (FUP(AEP) + TIP.PGD()), EEXIT. The delivery is a cpl gap. */
-static void test_aex_event_is_cpl(void)
+ * ERESUME (FUP(AEP) + TIP.PGD()), EEXIT: user-only, the delivery is a cpl
+ * gap. With the kernel traced (OS=1, no filter) an event delivered from
+ * the AEP shows as FUP(AEP) + TIP(handler), never a TIP.PGD (4.7 item 4):
+ * the same packets are two ERESUMEs, each after an AEX. With an IP filter
+ * too, the handler may be outside it: the delivery again. */
+static void test_aex_event(void)
 {
-	struct pts_trace_config cfg = config(1);
+	static const struct {
+		uint64_t ctl;
+		int filter, cause, basis, entry, exit_;
+		uint64_t n; /* ERESUMEs and AEXs */
+	} cases[] = {
+		{0, 0, PTS_GAP_CPL, PTS_BASIS_CONFIG, PTS_ENCL_NONE,
+		 PTS_ENCL_NONE, 1},
+		{PTS_CTL_OS, 0, PTS_GAP_ENCLAVE, PTS_BASIS_MAP,
+		 PTS_ENCL_ERESUME, PTS_ENCL_AEX, 2},
+		{PTS_CTL_OS, 1, PTS_GAP_DISABLED, PTS_BASIS_CONFIG,
+		 PTS_ENCL_NONE, PTS_ENCL_NONE, 1},
+	};
 	struct wtrace t;
 
-	wt_init(&t);
-	open_gap(&t, SITE);
-	wt_ip(&t, PTS_PKT_TIP_PGE, AEP);
-	fup_pgd(&t, AEP);
-	wt_ip(&t, PTS_PKT_TIP_PGE, AEP);
-	fup_pgd(&t, AEP);
-	wt_ip(&t, PTS_PKT_TIP_PGE, SITE + 3);
-	wt_tnt(&t, 1);
-	run(&t, &cfg, NULL);
-	CHECK_EQ(wt_count(&res, PTS_REC_GAP, -1), 3);
-	expect_gap(0, PTS_GAP_ENCLAVE, PTS_BASIS_MAP, PTS_ENCL_EENTER,
-		   PTS_ENCL_AEX);
-	expect_gap(1, PTS_GAP_CPL, PTS_BASIS_CONFIG, PTS_ENCL_NONE,
-		   PTS_ENCL_NONE);
-	expect_gap(2, PTS_GAP_ENCLAVE, PTS_BASIS_MAP, PTS_ENCL_ERESUME,
-		   PTS_ENCL_EEXIT);
-	CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
-	expect_counts(1, 1, 1, 1);
+	aex_twice(&t);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pts_trace_config cfg = config(1);
+
+		cfg.ctl |= cases[i].ctl;
+		if (cases[i].filter) {
+			cfg.ctl |= (uint64_t)PTS_ADDR_FILTER
+				   << PTS_CTL_ADDR_CFG_SHIFT(0);
+			cfg.addr_a[0] = CODE;
+			cfg.addr_b[0] = ELSEWHERE;
+		}
+		run(&t, &cfg, NULL);
+		CHECK_EQ(wt_count(&res, PTS_REC_GAP, -1), 3);
+		expect_gap(0, PTS_GAP_ENCLAVE, PTS_BASIS_MAP, PTS_ENCL_EENTER,
+			   PTS_ENCL_AEX);
+		expect_gap(1, cases[i].cause, cases[i].basis, cases[i].entry,
+			   cases[i].exit_);
+		expect_gap(2, PTS_GAP_ENCLAVE, PTS_BASIS_MAP, PTS_ENCL_ERESUME,
+			   PTS_ENCL_EEXIT);
+		CHECK_EQ(wt_count(&res, PTS_REC_VIOLATION, -1), 0);
+		expect_counts(1, cases[i].n, 1, cases[i].n);
+	}
 }
 
 /* Only the first gap after an AEX can be the event: after it, a gap from
@@ -552,7 +585,7 @@ static void test_near_branch_at_fup(void)
 
 int main(void)
 {
-	test_aex_event_is_cpl();
+	test_aex_event();
 	test_aex_event_once();
 	test_aex_not_event();
 	test_enclu_alone_not_entry();
