@@ -347,6 +347,11 @@ int pts_config_load(struct pts_config *cfg, const char *path, int *err_line)
 		len += got;
 		if (got == 0)
 			break;
+		if (len > PTS_CONFIG_MAX_BYTES) {
+			free(text);
+			fclose(f);
+			return -PTS_ERR_UNSUPPORTED;
+		}
 	}
 	const int failed = ferror(f), saved = errno; /* EISDIR... */
 	fclose(f);

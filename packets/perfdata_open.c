@@ -159,20 +159,21 @@ static int read_header(struct pts_perf *perf, struct pts_perf_error *err)
 {
 	struct pts_perf_summary *s = &perf->sum;
 	s->file_size = perf->size;
+	const int magic = perf->size >= 8;
+	if (magic && memcmp(perf->data, perf_magic_swapped, 8) == 0)
+		return pts_perf_fail(err, -PTS_ERR_UNSUPPORTED, 0, -1,
+				     "big-endian perf.data is not supported");
+	if (magic && memcmp(perf->data, "PERFFILE", 8) == 0)
+		return pts_perf_fail(err, -PTS_ERR_UNSUPPORTED, 0, -1,
+				     "perf.data version 1 is not supported");
+	if (magic && memcmp(perf->data, perf_magic, 8) != 0)
+		return pts_perf_fail(err, -PTS_ERR_BAD_FORMAT, 0, -1,
+				     "no PERFILE2 magic: not a perf.data file");
 	if (perf->size < PERF_PIPE_HEADER_SIZE)
 		return pts_perf_fail(err, -PTS_ERR_BAD_FORMAT, 0, -1,
 				     "%zu bytes: too short for a perf.data "
 				     "header",
 				     perf->size);
-	if (memcmp(perf->data, perf_magic_swapped, 8) == 0)
-		return pts_perf_fail(err, -PTS_ERR_UNSUPPORTED, 0, -1,
-				     "big-endian perf.data is not supported");
-	if (memcmp(perf->data, "PERFFILE", 8) == 0)
-		return pts_perf_fail(err, -PTS_ERR_UNSUPPORTED, 0, -1,
-				     "perf.data version 1 is not supported");
-	if (memcmp(perf->data, perf_magic, 8) != 0)
-		return pts_perf_fail(err, -PTS_ERR_BAD_FORMAT, 0, -1,
-				     "no PERFILE2 magic: not a perf.data file");
 	uint64_t hsize = pts_rd64(perf->data + 8);
 	if (hsize == PERF_PIPE_HEADER_SIZE) {
 		s->pipe = 1;
@@ -292,6 +293,13 @@ static int slurp(int fd, uint8_t **buf, size_t *len)
 		}
 		if (r == 0)
 			break;
+		/* No perf.data magic: stop here (open_bytes() says so)
+		 * rather than read on, maybe forever (/dev/zero). */
+		if (n < 8 && n + (size_t)r >= 8 &&
+		    memcmp(b, perf_magic, 8) != 0) {
+			n += (size_t)r;
+			break;
+		}
 		n += (size_t)r;
 	}
 	*buf = b;

@@ -1,6 +1,7 @@
 /* Shared helpers of the ptscope subcommands (see cli.h). */
 #include "cli.h"
 
+#include <ptscope/model.h>
 #include <ptscope/topa.h>
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 __attribute__((format(printf, 2, 0))) static void
 verror(const char *cmd, const char *fmt, va_list ap)
@@ -208,6 +210,13 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 			      pts_cli_errstr(err));
 		return;
 	}
+	if (err == -PTS_ERR_UNSUPPORTED) {
+		pts_cli_error(cmd,
+			      "%s: more than %u MiB: not a ptscope "
+			      "configuration (fixtures/FORMATS.md)",
+			      path, PTS_CONFIG_MAX_BYTES >> 20);
+		return;
+	}
 	const int version = config_line(path, line, text, sizeof(text));
 	if (err != -PTS_ERR_BAD_FORMAT && err != -PTS_ERR_BAD_CONFIG) {
 		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
@@ -259,12 +268,19 @@ char *pts_cli_resolved_path(const char *path)
 	return out;
 }
 
+/* stat() of @path, where "-" is standard input (a trace read from it may
+ * be a file redirected in). */
+static int stat_path(const char *path, struct stat *st)
+{
+	return strcmp(path, "-") ? stat(path, st) : fstat(STDIN_FILENO, st);
+}
+
 int pts_cli_same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
 	if (!strcmp(a, b))
 		return 1;
-	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+	if (stat_path(a, &sa) == 0 && stat_path(b, &sb) == 0)
 		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 	/* not both there yet: the same name in the same directory */
 	char *ra = pts_cli_resolved_path(a), *rb = pts_cli_resolved_path(b);

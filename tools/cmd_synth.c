@@ -48,7 +48,8 @@ static void help(void)
 	      "                        ptscope/topa.h: 4K,8K:int/16K:stop@1)\n"
 	      "flow:\n"
 	      "      --insns=N         instructions (1000..1000000000;\n"
-	      "                        default 100000; a run stops at exit)\n"
+	      "                        default 100000; a run stops at exit\n"
+	      "                        or at N, when given)\n"
 	      "      --seed=N          the walk's seed (default 1)\n"
 	      "      --start=ADDR|SYM  where the walk starts (default: entry)\n"
 	      "      --no-kernel       SYSCALLs and interrupts do not visit\n"
@@ -142,6 +143,7 @@ struct synth_cli {
 	int perf_zstd; /* pts_perf_write_opts.compress */
 	const char *topa;
 	char **run_argv;
+	int insns_given; /* --insns: a run stops there too */
 	const char *ranges[4];
 	uint8_t range_cfg[4];
 	unsigned n_ranges;
@@ -384,6 +386,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 			break;
 		case OPT_START: c->start = optarg; break;
 		case OPT_INSNS:
+			c->insns_given = 1;
 			bad = pts_cli_number(optarg, 1000000000, &c->o.insns) <
 				      0 ||
 			      c->o.insns < 1000;
@@ -504,7 +507,7 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 		/* User space only: the kernel is never seen (OS=0). */
 		c->o.user_only = 1;
 		c->o.kernel = 1;
-		if (c->o.insns == 100000)
+		if (!c->insns_given)
 			c->o.insns = 1000000000;
 	} else if (!c->walk || optind != argc) {
 		return pts_cli_usage_error(cmd, "give --walk ELF or --run PROGRAM");

@@ -18,7 +18,7 @@ int pts_trace_input_open(const char *cmd, const char *path,
 	memset(in, 0, sizeof(*in));
 	if (pts_cli_open_trace(cmd, path, &in->src) < 0)
 		return -1;
-	in->path = strcmp(path, "-") ? path : NULL;
+	in->path = path;
 	pts_progress_start(&in->progress, stderr, cmd,
 			   pts_progress_file_size(path), pts_cli_now());
 	return 0;

@@ -24,7 +24,7 @@ struct pts_trace_input {
 	 * buffer"); a cut packet there is truncation, not a decode error.
 	 * NULL for a file, where it is an error. */
 	const char *cut_by;
-	const char *path; /* the trace file; NULL for standard input, ToPA */
+	const char *path; /* the trace file ("-": standard input); NULL: ToPA */
 	struct pts_progress progress; /* ends with the input */
 };
 

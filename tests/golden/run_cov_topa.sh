@@ -201,6 +201,9 @@ for victim in "$tmp/trace.pt" "$tmp/config.cfg" "$tmp/enclave_demo" \
 done
 cov_onto "$tmp/enclave_demo" cov --elf "$tmp/enclave_demo" -q \
 	"$tmp/trace.pt"
+# the trace read from standard input, a file redirected in (it was
+# overwritten by the bitmap)
+cov_onto "$tmp/trace.pt" cov --config "$tmp/config.cfg" -q - <"$tmp/trace.pt"
 for victim in "$t.r0.bin" "$t.desc"; do
 	cov_onto "$victim" cov --topa "$t.desc" -q
 	cov_onto "$victim" topa --desc "$t.desc" cov -q

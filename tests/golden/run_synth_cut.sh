@@ -24,3 +24,13 @@ for want in 'instructions: 2000' 'errors: 0'; do
 	fi
 done
 echo "ok: a run cut at 2000 instructions decodes with its config"
+
+# --insns 100000 (the walk's default, given): the run stops there too (it
+# was taken as not given and the run went on to exit, ~110k)
+out=$("$ptscope" synth --run "$prog" --insns 100000 -o "$dir/u.pt" 2>&1) ||
+	{ echo "synth --insns 100000 failed: $out"; exit 1; }
+case $out in
+"ptscope synth: 100000 instructions ("*) ;;
+*) printf 'synth --insns 100000 ran:\n%s\n' "$out"; exit 1 ;;
+esac
+echo "ok: a run cut at 100000 instructions"

@@ -106,7 +106,10 @@ int pts_config_parse(struct pts_config *cfg, const char *text, size_t len,
 		     const char *base_dir, int *err_line);
 
 /* Reads the file @path and parses it with its directory as @base_dir.
- * Same returns as pts_config_parse(), plus -PTS_ERR_IO (errno kept). */
+ * Same returns as pts_config_parse(), plus -PTS_ERR_IO (errno kept) and
+ * -PTS_ERR_UNSUPPORTED for more than PTS_CONFIG_MAX_BYTES (no
+ * configuration is that long; a device such as /dev/zero never ends). */
+#define PTS_CONFIG_MAX_BYTES (16u << 20)
 int pts_config_load(struct pts_config *cfg, const char *path, int *err_line);
 
 /* Writes @cfg in the text format, with comments that spell out the CTL
