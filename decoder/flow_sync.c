@@ -45,6 +45,8 @@ static void error_at(struct pts_flow *f, int err, uint64_t ip, uint64_t offset)
 		f->stats.first_error_offset = offset;
 		f->stats.first_error_ip = ip;
 	}
+	if (err == -PTS_ERR_TRUNCATED)
+		f->stats.truncated_offset = offset;
 	f->stats.errors++;
 	f->stats.truncated += err == -PTS_ERR_TRUNCATED;
 	pts_flow_lose_sync(f);

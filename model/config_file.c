@@ -195,25 +195,31 @@ static int parse_enclave(struct pts_config *cfg, struct cfg_line *l)
 	struct pts_enclave enc;
 	uint64_t entry = 0;
 	char tok[160];
-	const char *why;
 	int kind, err;
 	memset(&enc, 0, sizeof(enc));
+	cfg->why = "BEGIN and END are numbers, then the kind";
 	if (token_u64(l, &enc.begin) < 0 || token_u64(l, &enc.end) < 0 ||
 	    !next_token(l, tok, sizeof(tok)))
 		return -PTS_ERR_BAD_FORMAT;
 	kind = pts_enclave_kind_of(tok, strlen(tok));
+	cfg->why = "the kind is production or debug";
 	if (kind < 0)
 		return -PTS_ERR_BAD_FORMAT;
 	enc.kind = (uint8_t)kind;
 	while (next_token(l, tok, sizeof(tok))) {
 		err = pts_enclave_option(&enc, &entry, tok, strlen(tok), NULL,
-					 &why);
+					 &cfg->why);
 		if (err < 0)
 			return err;
 	}
+	cfg->why = "END is not above BEGIN";
 	if (enc.end <= enc.begin)
 		return -PTS_ERR_BAD_CONFIG;
-	return pts_config_add_enclave(cfg, &enc, entry);
+	cfg->why = "it overlaps an enclave given before";
+	err = pts_config_add_enclave(cfg, &enc, entry);
+	if (err != -PTS_ERR_BAD_CONFIG)
+		cfg->why = NULL;
+	return err;
 }
 
 static int parse_line(struct pts_config *cfg, struct cfg_line *l,

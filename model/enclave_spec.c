@@ -71,6 +71,9 @@ int pts_enclave_option(struct pts_enclave *enc, uint64_t *entry,
 	uint64_t v;
 
 	if (is_key(opt, len, "name=")) {
+		*why = "name= given twice";
+		if (enc->name[0])
+			return -PTS_ERR_BAD_FORMAT;
 		*why = "name= takes 1 to 31 characters";
 		if (len == 5 || len - 5 >= sizeof(enc->name))
 			return -PTS_ERR_BAD_FORMAT;
@@ -79,6 +82,10 @@ int pts_enclave_option(struct pts_enclave *enc, uint64_t *entry,
 		return 0;
 	}
 	if (is_key(opt, len, "aep=")) {
+		/* the model knows one AEP per enclave (SDKs register one) */
+		*why = "aep= given twice (one AEP per enclave)";
+		if (enc->has_aep)
+			return -PTS_ERR_BAD_FORMAT;
 		*why = w->aep;
 		if (read_addr(opt + 4, len - 4, rd, &v) < 0)
 			return -PTS_ERR_BAD_FORMAT;

@@ -202,7 +202,7 @@ static int config_line(const char *path, int n, char *buf, size_t cap)
 }
 
 void pts_cli_config_error(const char *cmd, const char *path, int line,
-			  int err)
+			  int err, const char *why)
 {
 	char text[96];
 	if (err == -PTS_ERR_IO) {
@@ -220,6 +220,8 @@ void pts_cli_config_error(const char *cmd, const char *path, int line,
 	const int version = config_line(path, line, text, sizeof(text));
 	if (err != -PTS_ERR_BAD_FORMAT && err != -PTS_ERR_BAD_CONFIG) {
 		pts_cli_error(cmd, "%s:%d: %s", path, line, pts_strerror(err));
+	} else if (version && why) {
+		pts_cli_error(cmd, "%s:%d: '%s': %s", path, line, text, why);
 	} else if (!version) {
 		pts_cli_error(cmd,
 			      "%s:%d: not a ptscope configuration (its first "
@@ -304,9 +306,29 @@ const char *pts_cli_image_errstr(int raw, int err)
 	return pts_cli_errstr(err);
 }
 
+/* Whether file @path starts with perf.data's magic. */
+static int is_perf_data(const char *path)
+{
+	char magic[8];
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : NULL;
+	const int yes = f && fread(magic, 1, 8, f) == 8 &&
+			memcmp(magic, "PERFILE2", 8) == 0;
+	if (f)
+		fclose(f);
+	return yes;
+}
+
 int pts_cli_open_trace(const char *cmd, const char *path,
 		       struct pts_source **src)
 {
+	if (is_perf_data(path)) {
+		/* decoded as raw PT it gives garbage and plausible gaps */
+		pts_cli_error(cmd,
+			      "%s is a perf.data capture, not a raw trace: "
+			      "`ptscope perf dump|flow|windows %s` reads it",
+			      path, path);
+		return -1;
+	}
 	errno = 0;
 	const int err = pts_source_open(path, src);
 

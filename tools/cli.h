@@ -48,9 +48,10 @@ int pts_cli_format_truncated(char *p, size_t room, int jsonl, uint64_t begin,
 			     uint64_t end, const char *why);
 
 /* Reports why the configuration file @path did not load: @err from
- * pts_config_load(), @line where its parsing stopped. */
+ * pts_config_load(), @line where its parsing stopped, @why what is wrong
+ * there when the parser said (struct pts_config.why; may be NULL). */
 void pts_cli_config_error(const char *cmd, const char *path, int line,
-			  int err);
+			  int err, const char *why);
 
 /* The first 18 bytes of ELF file @path (e_ident, e_type) into @h: 1, or
  * 0 when it is no ELF file or cannot be read. */

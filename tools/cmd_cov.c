@@ -224,6 +224,11 @@ static int run(struct cov_cli *c, struct pts_image *img,
 			      fs.first_error_offset, ip,
 			      pts_strerror(fs.first_error),
 			      fs.errors - fs.truncated);
+	} else if (c->errors) {
+		/* only the last packet cut by the end of the data */
+		pts_cli_error(cmd, "the data ends inside the packet at offset "
+				   "0x%" PRIx64,
+			      fs.truncated_offset);
 	}
 	if (!c->quiet)
 		summary(c, flow);

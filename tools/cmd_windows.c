@@ -339,7 +339,7 @@ static int parse_args(struct windows *w, int argc, char **argv)
 		err = pts_config_load(&w->config, w->config_path, &err_line);
 		if (err < 0) {
 			pts_cli_config_error(cmd, w->config_path, err_line,
-					     err);
+					     err, w->config.why);
 			return PTS_EXIT_USAGE;
 		}
 		w->pkt_config.cpu = w->config.trace.cpu;

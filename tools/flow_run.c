@@ -141,7 +141,7 @@ static int load_config(const char *cmd, const char *path,
 	int line = 0;
 	int err = pts_config_load(&cfg, path, &line);
 	if (err < 0) {
-		pts_cli_config_error(cmd, path, line, err);
+		pts_cli_config_error(cmd, path, line, err, cfg.why);
 		pts_config_fini(&cfg);
 		return -1;
 	}

@@ -204,6 +204,16 @@ cov_onto "$tmp/enclave_demo" cov --elf "$tmp/enclave_demo" -q \
 # the trace read from standard input, a file redirected in (it was
 # overwritten by the bitmap)
 cov_onto "$tmp/trace.pt" cov --config "$tmp/config.cfg" -q - <"$tmp/trace.pt"
+
+# A trace cut inside its last packet: an error said on stderr, with -q too
+# (cov -q printed nothing and exited 1).
+head -c 198 "$tmp/trace.pt" >"$tmp/cut.pt"
+status=0
+"$ptscope" cov --config "$tmp/config.cfg" -q "$tmp/cut.pt" 2>"$tmp/err" ||
+	status=$?
+[ "$status" -eq 1 ] && grep -q \
+	"cov: the data ends inside the packet at offset 0xc4" "$tmp/err" ||
+	{ echo "FAIL cov -q of a cut trace: exit $status"; fail=1; }
 for victim in "$t.r0.bin" "$t.desc"; do
 	cov_onto "$victim" cov --topa "$t.desc" -q
 	cov_onto "$victim" topa --desc "$t.desc" cov -q

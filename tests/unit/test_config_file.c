@@ -234,6 +234,41 @@ static const struct bad_case bad_cases[] = {
 	{"ptscope-config 1\nnom_freq 24\nbogus 1\n", -PTS_ERR_BAD_FORMAT, 3},
 };
 
+/* An enclave line says what is wrong with it as --enclave says it
+ * (pts_config.why; the CLI printed only "cannot parse" or "values that
+ * contradict each other"); other lines leave it NULL. */
+static void test_enclave_reasons(void)
+{
+	static const char *const cases[][2] = {
+		{"enclave 0x1000\n",
+		 "BEGIN and END are numbers, then the kind"},
+		{"enclave 1 2 secret\n", "the kind is production or debug"},
+		{"enclave 2 1 debug\n", "END is not above BEGIN"},
+		{"enclave 1 2 debug aep=x\n", "aep= takes an address"},
+		{"enclave 1 2 debug aep=1 aep=2\n",
+		 "aep= given twice (one AEP per enclave)"},
+		{"enclave 1 2 debug tcs=1\n",
+		 "an unknown option (aep=, eexit=, entry=, name=)"},
+		{"enclave 1 3 debug\nenclave 2 4 debug\n",
+		 "it overlaps an enclave given before"},
+		{"enclave 1 2 debug\nbogus 1\n", NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char text[256];
+		struct pts_config cfg;
+		pts_config_init(&cfg);
+		snprintf(text, sizeof(text), "ptscope-config 1\n%s",
+			 cases[i][0]);
+		CHECK(pts_config_parse(&cfg, text, strlen(text), NULL, NULL) <
+		      0);
+		const char *want = cases[i][1], *got = cfg.why;
+		CHECKF(want ? got && !strcmp(got, want) : !got,
+		       "%s: why \"%s\", want \"%s\"", cases[i][0],
+		       got ? got : "(none)", want ? want : "(none)");
+		pts_config_fini(&cfg);
+	}
+}
+
 static void test_bad_lines(void)
 {
 	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
@@ -300,5 +335,6 @@ int main(void)
 	test_ctl_text();
 	test_relative_paths();
 	test_bad_lines();
+	test_enclave_reasons();
 	return pts_check_exit();
 }

@@ -529,6 +529,10 @@ static void test_enclave_spec_reasons(void)
 		{"0x1000-:debug", "no number END before the ':'"},
 		{"0x1000-0x2000:debug,aep=", "aep= takes an address"},
 		{"0x1000-0x2000:debug,name=", "name= takes 1 to 31 characters"},
+		/* the second one replaced the first without a word */
+		{"0x1000-0x2000:debug,aep=1,aep=2",
+		 "aep= given twice (one AEP per enclave)"},
+		{"0x1000-0x2000:debug,name=a,name=b", "name= given twice"},
 		{"0x1000-0x2000:debug,eexit=1,eexit=2,eexit=3,eexit=4,eexit=5",
 		 "too many eexit= targets"},
 		{"0x1000-0x2000:debug,c=r",

@@ -445,6 +445,8 @@ struct pts_flow_stats {
 	 * (pts_cov_decode()) and must still say where. */
 	int first_error;
 	uint64_t first_error_offset, first_error_ip;
+	/* The packet the data ended inside (when @truncated): its offset. */
+	uint64_t truncated_offset;
 };
 
 /* Copies the counters so far into @stats. */

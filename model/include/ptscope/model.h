@@ -70,6 +70,10 @@ struct pts_config {
 	size_t n_enclaves;
 	struct pts_image_spec *images;
 	size_t n_images;
+	/* What is wrong with the line pts_config_parse() stopped at, when
+	 * it can say more than its error code (an enclave line says what
+	 * --enclave would); NULL otherwise. A static string. */
+	const char *why;
 };
 
 void pts_config_init(struct pts_config *cfg);
