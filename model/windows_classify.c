@@ -67,6 +67,20 @@ static int any_range(const struct pts_trace_config *cfg, unsigned kind)
 	return 0;
 }
 
+/* Whether @ip is inside one of the configured filter ranges (with the
+ * ranges known). */
+static int in_filter_range(const struct pts_trace_config *cfg, uint64_t ip)
+{
+	if (!(cfg->known & PTS_CFG_ADDR))
+		return 0;
+	for (unsigned n = 0; n < 4; n++)
+		if (((cfg->ctl >> PTS_CTL_ADDR_CFG_SHIFT(n)) & 0xf) ==
+			    PTS_ADDR_FILTER &&
+		    ip >= cfg->addr_a[n] && ip <= cfg->addr_b[n])
+			return 1;
+	return 0;
+}
+
 /* Whether the event an AEX delivers may go where tracing does not see
  * it: its handler runs in ring 0, so not while the kernel is traced with
  * no CR3 or IP filter (OS=1): then the delivery is FUP(AEP) + TIP(handler)
@@ -353,6 +367,11 @@ static void classify_disable(struct pts_win_model *m,
 			unexplained(m, rec, "tip.pgd with an IP (FilterEn "
 					    "dropped) but no filter range is "
 					    "configured");
+		else if (in_filter_range(&m->cfg, g->pgd_ip))
+			/* FilterEn is 1 inside a range (digest 3.4) */
+			unexplained(m, rec, "tip.pgd with an IP inside a "
+					    "filter range: FilterEn did not "
+					    "drop there");
 		else
 			set_cause(rec, PTS_GAP_IP_FILTER, PTS_BASIS_PACKETS);
 		return;

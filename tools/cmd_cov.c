@@ -241,19 +241,22 @@ static int run(struct cov_cli *c, struct pts_image *img,
 
 static int add_filter(struct cov_cli *c, const char *arg)
 {
-	char *end;
 	if (c->cfg.n_ranges == PTS_COV_MAX_RANGES)
 		return pts_cli_usage_error(cmd, "at most %d --filter ranges",
 					   PTS_COV_MAX_RANGES);
 	unsigned i = c->cfg.n_ranges;
-	c->cfg.begin[i] = strtoull(arg, &end, 0);
-	if (end == arg || *end != '-')
-		return pts_cli_usage_error(cmd, "--filter: expected A-B, got '%s'",
+	/* numbers as everywhere else: 0x hex or decimal, no sign (strtoull
+	 * took 0400 as octal and 5--1 as 5 to 2^64-1) */
+	const char *dash = strchr(arg, '-');
+	if (!dash || pts_parse_u64(arg, dash, &c->cfg.begin[i]) < 0 ||
+	    pts_parse_u64(dash + 1, dash + 1 + strlen(dash + 1),
+			  &c->cfg.end[i]) < 0)
+		return pts_cli_usage_error(cmd,
+					   "--filter: expected A-B (numbers, "
+					   "0x hex or decimal), got '%s'",
 					   arg);
-	const char *b = end + 1;
-	c->cfg.end[i] = strtoull(b, &end, 0);
-	if (end == b || *end || c->cfg.end[i] < c->cfg.begin[i])
-		return pts_cli_usage_error(cmd, "--filter: expected A-B, got '%s'",
+	if (c->cfg.end[i] < c->cfg.begin[i])
+		return pts_cli_usage_error(cmd, "--filter '%s': B is below A",
 					   arg);
 	c->cfg.n_ranges++;
 	return 0;
