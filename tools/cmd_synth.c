@@ -28,7 +28,8 @@ static void help(void)
 	      "Synthesizes an Intel PT trace for a known instruction flow:\n"
 	      "a seeded walk over the machine code of ELF (64-bit code), or\n"
 	      "a real run of PROGRAM single-stepped with ptrace (user space\n"
-	      "only).\n"
+	      "only). Options may come before or after PROGRAM; ARGS that\n"
+	      "start with '-' go after '--' (--run /bin/ls -- -l).\n"
 	      "\n"
 	      "outputs:\n"
 	      "  -o, --output=TRACE    the raw trace\n"
@@ -81,7 +82,10 @@ static void help(void)
 	      "                        (sym or sym+0x10)\n"
 	      "      --aex-rate=R      asynchronous exits inside enclaves\n"
 	      "  -q, --quiet           no summary on stderr\n"
-	      "  -h, --help            this text\n",
+	      "  -h, --help            this text\n"
+	      "\n"
+	      "Exit status: 0 written, 1 the synthesis failed (the walk or\n"
+	      "the run could not go on), 2 usage or I/O error.\n",
 	      stdout);
 }
 
@@ -500,9 +504,12 @@ static int parse_args(struct synth_cli *c, int argc, char **argv)
 	if (!c->output)
 		return pts_cli_usage_error(cmd, "-o TRACE is required");
 	if (c->run_argv) {
-		if (c->walk || optind >= argc)
-			return pts_cli_usage_error(
-				cmd, "--run takes PROGRAM [ARGS], not --walk");
+		if (c->walk)
+			return pts_cli_usage_error(cmd, "--run or --walk, not "
+							"both");
+		if (optind >= argc)
+			return pts_cli_usage_error(cmd, "--run needs PROGRAM "
+							"[ARGS]");
 		c->run_argv = argv + optind;
 		/* User space only: the kernel is never seen (OS=0). */
 		c->o.user_only = 1;

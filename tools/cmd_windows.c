@@ -89,8 +89,8 @@ static void help(void)
 	      "TIP.PGE target settle needs-images gaps, and compressed\n"
 	      "returns with an empty return stack are reported\n"
 	      "(retstack-empty).\n"
-	      "Exit status: 0 clean, 1 --verify found violations, 2 usage or\n"
-	      "I/O error.\n",
+	      "Exit status: 0 clean, 1 --verify found violations (--perf:\n"
+	      "or the perf.data is damaged), 2 usage or I/O error.\n",
 	      stdout);
 }
 

@@ -239,7 +239,15 @@ int pts_image_opts_reads_file(const struct pts_image_opts *o,
 void pts_image_opts_note_empty(const char *cmd,
 			       const struct pts_image_opts *o)
 {
-	if (pts_image_generation(o->img) == 0)
+	if (pts_image_generation(o->img) != 0)
+		return;
+	if (o->nconfigs)
+		fprintf(stderr,
+			"ptscope %s: note: no code given (%s has no image "
+			"line; --elf, --raw): no instruction can be "
+			"decoded\n",
+			cmd, o->configs[o->nconfigs - 1]);
+	else
 		fprintf(stderr,
 			"ptscope %s: note: no code given (--elf, --raw or "
 			"--config): no instruction can be decoded\n",

@@ -79,7 +79,9 @@ static int dispatch(int argc, char **argv)
 	const char *name = argv[1];
 	if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 ||
 	    strcmp(name, "-h") == 0) {
-		if (argc > 2 && strcmp(argv[2], "help") != 0) {
+		if (argc > 2 && strcmp(argv[2], "help") != 0 &&
+		    strcmp(argv[2], "--help") != 0 &&
+		    strcmp(argv[2], "-h") != 0) {
 			const struct subcommand *about = find(argv[2]);
 			char *help_argv[] = {argv[2], "--help", NULL};
 
