@@ -353,6 +353,7 @@ int pts_out_init(struct pts_out *out, FILE *file, size_t cap)
 	out->len = 0;
 	out->cap = cap;
 	out->failed = 0;
+	out->err = 0;
 	out->buf = malloc(cap);
 	return out->buf ? 0 : -1;
 }
@@ -360,11 +361,15 @@ int pts_out_init(struct pts_out *out, FILE *file, size_t cap)
 int pts_out_flush(struct pts_out *out)
 {
 	if (out->len && !out->failed &&
-	    fwrite(out->buf, 1, out->len, out->file) != out->len)
+	    fwrite(out->buf, 1, out->len, out->file) != out->len) {
 		out->failed = 1;
+		out->err = errno;
+	}
 	out->len = 0;
-	if (!out->failed && fflush(out->file) != 0)
+	if (!out->failed && fflush(out->file) != 0) {
 		out->failed = 1;
+		out->err = errno;
+	}
 	return out->failed ? -1 : 0;
 }
 
@@ -438,6 +443,12 @@ char *pts_out_hex(char *p, uint64_t v)
 	for (int i = n - 1; i >= 0; i--, v >>= 4)
 		p[i] = hex_digits[v & 0xf];
 	return p + n;
+}
+
+void pts_out_error(const char *cmd, const struct pts_out *out)
+{
+	pts_cli_error(cmd, "cannot write the output: %s",
+		      out->err ? strerror(out->err) : "write error");
 }
 
 int pts_out_fini(struct pts_out *out)

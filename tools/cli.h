@@ -137,7 +137,8 @@ struct pts_out {
 	char *buf;
 	size_t len;
 	size_t cap;
-	int failed; /* a write failed (errno kept) */
+	int failed; /* a write failed */
+	int err;    /* its errno */
 };
 
 /* Returns 0, or -1 on no memory. */
@@ -177,5 +178,7 @@ char *pts_out_hex(char *p, uint64_t v);
 int pts_out_flush(struct pts_out *out);
 /* Flushes and frees; returns 0 or -1 when any write failed. */
 int pts_out_fini(struct pts_out *out);
+/* Says that writing @out failed, with the system's reason. */
+void pts_out_error(const char *cmd, const struct pts_out *out);
 
 #endif /* PTS_TOOLS_CLI_H */

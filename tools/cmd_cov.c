@@ -208,7 +208,7 @@ static int run(struct cov_cli *c, struct pts_image *img,
 	if (c->cfg.flags & PTS_COV_UNIQUE)
 		print_unique(c);
 	if (pts_out_fini(&c->out) < 0 && status == PTS_EXIT_OK) {
-		pts_cli_error(cmd, "cannot write the output");
+		pts_out_error(cmd, &c->out);
 		status = PTS_EXIT_USAGE;
 	}
 	if (status == PTS_EXIT_OK && c->bitmap_path && write_bitmap(c) < 0)

@@ -186,7 +186,7 @@ static int run(struct dump *d, struct pts_source *src)
 	if (r != 0 && status == PTS_EXIT_OK) /* stuck */
 		status = PTS_EXIT_USAGE;
 	if (pts_out_fini(&d->out) < 0) {
-		pts_cli_error(cmd, "cannot write the output");
+		pts_out_error(cmd, &d->out);
 		status = PTS_EXIT_USAGE;
 	}
 	if (d->quiet)

@@ -144,7 +144,7 @@ static int run(struct pts_flow *flow, struct pts_trace_input *src,
 	if (status == 1)
 		status = PTS_EXIT_OK;
 	if (pts_out_fini(&pr.out) < 0 && status == PTS_EXIT_OK) {
-		pts_cli_error(cmd, "write error");
+		pts_out_error(cmd, &pr.out);
 		status = PTS_EXIT_USAGE;
 	}
 	if (o->quiet) {

@@ -911,7 +911,7 @@ int pts_cmd_perf(int argc, char **argv)
 	case ACTION_WINDOWS: status = pts_perfcmd_windows(&pc); break;
 	}
 	if (pts_out_fini(&pc.out) < 0) {
-		pts_cli_error(cmd, "cannot write the output");
+		pts_out_error(cmd, &pc.out);
 		status = PTS_EXIT_USAGE;
 	}
 	pts_perf_close(pc.perf);

@@ -435,7 +435,7 @@ static int run_dump(struct topa_cli *c)
 		     : c->errors	       ? PTS_EXIT_ERRORS
 					       : PTS_EXIT_OK;
 	if (pts_out_fini(&c->out) < 0) {
-		pts_cli_error(cmd, "cannot write the output");
+		pts_out_error(cmd, &c->out);
 		status = PTS_EXIT_USAGE;
 	}
 	if (c->quiet)

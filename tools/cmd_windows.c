@@ -592,7 +592,7 @@ int pts_cmd_windows_input(int argc, char **argv, struct pts_trace_input *in)
 	}
 	status = w.perf ? run_perf(&w, argc, argv) : run_raw(&w);
 	if (pts_out_fini(&w.out) < 0) {
-		pts_cli_error(cmd, "cannot write the output");
+		pts_out_error(cmd, &w.out);
 		status = PTS_EXIT_USAGE;
 	}
 	pts_image_free(w.img);

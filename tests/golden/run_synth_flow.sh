@@ -168,17 +168,22 @@ for c in flow cov windows; do
 	expect_usage "noelf.cfg:2: image $tmp/none.elf: No such file" \
 		"$ptscope" $c --config "$tmp/noelf.cfg" "$tmp/w.pt"
 done
-# Output to a full disk: exit 2 and a message, whatever the command
-# (`help` exited 0, `topa info` 2 without a word).
+# Output to a full disk: exit 2 and a message with the system's reason,
+# whatever the command (`help` exited 0, `topa info` 2 without a word; flow
+# said "write error", the others no reason).
 if [ -w /dev/full ]; then
 	"$ptscope" synth --walk "$tmp/demo" --insns 2000 -o "$tmp/w.pt" \
-		--topa 4K,4K -q
+		--topa 4K,4K -q --config-out "$tmp/w.cfg"
 	for c in "help" "flow --help" "synth --help" "dump $tmp/w.pt" \
-		"topa --desc $tmp/w.pt.desc info" "windows $tmp/w.pt"; do
+		"topa --desc $tmp/w.pt.desc info" "windows $tmp/w.pt" \
+		"flow --config $tmp/w.cfg $tmp/w.pt" \
+		"cov --config $tmp/w.cfg --edges $tmp/w.pt"; do
 		code=0
 		# shellcheck disable=SC2086 # the words of $c
 		"$ptscope" $c >/dev/full 2>"$tmp/err" || code=$?
-		if [ "$code" != 2 ] || ! grep -q 'cannot write' "$tmp/err"
+		if [ "$code" != 2 ] ||
+			! grep -q 'cannot write.*: No space left on device' \
+				"$tmp/err"
 		then
 			echo "$c > /dev/full: exit $code," \
 				"'$(cat "$tmp/err")'" >&2
