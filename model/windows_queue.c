@@ -75,6 +75,9 @@ static void account(struct pts_win_model *m, const struct pts_win_record *rec)
 {
 	struct pts_win_summary *s = &m->sum;
 
+	s->backwards += rec->type != PTS_REC_VIOLATION &&
+			rec->begin.has_time && rec->end.has_time &&
+			rec->end.tsc < rec->begin.tsc;
 	switch (rec->type) {
 	case PTS_REC_WINDOW:
 		s->windows++;

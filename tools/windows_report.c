@@ -504,6 +504,15 @@ static void summary_text(struct pts_winrep *w, const struct pts_win_summary *s)
 			pts_out_puts(w->out, line);
 		}
 	}
+	if (s->backwards) {
+		snprintf(line, sizeof(line),
+			 "note: %" PRIu64 " record(s) end earlier than they "
+			 "begin (the clock went back: CYC time ran past a "
+			 "later MTC, or a TSC went back): their ticks are "
+			 "left out\n",
+			 s->backwards);
+		pts_out_puts(w->out, line);
+	}
 	if (s->mtc_unrated && s->has_time)
 		pts_out_puts(w->out, "note: MTC packets but no TSC/CTC ratio "
 				     "(--cpuid15 or --config): only TSC "
@@ -560,6 +569,9 @@ static void summary_jsonl(struct pts_winrep *w, const struct pts_win_summary *s)
 		}
 		len = put(line, len, cap, "}");
 	}
+	if (s->backwards)
+		len = put(line, len, cap, ",\"backwards\":%" PRIu64,
+			  s->backwards);
 	len = put(line, len, cap, "}\n");
 	pts_out_puts(w->out, line);
 }

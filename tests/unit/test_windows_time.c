@@ -218,6 +218,55 @@ static void test_gap_duration(void)
 	CHECK(res.sum.has_time && res.sum.first_tsc == 1000000);
 }
 
+/* A window whose time estimate ends earlier than it begins: CYCs after a
+ * calibration of 2 ticks per cycle run 2000 ticks past the MTC period
+ * (800) before the TIP.PGE, the MTC after it brings the clock back. Its
+ * ticks are left out and the summary counts it (it was dropped without a
+ * word). */
+static void test_backwards_time(void)
+{
+	static struct wresult res;
+	struct pts_trace_config cfg;
+	const struct pts_win_record *w;
+	struct wtrace t;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.known = PTS_CFG_CTL | PTS_CFG_CPUID15 | PTS_CFG_MTCFREQ;
+	cfg.ctl = PTS_CTL_TRACEEN | PTS_CTL_USER | PTS_CTL_BRANCHEN |
+		  PTS_CTL_TSCEN | PTS_CTL_MTCEN | PTS_CTL_CYCEN;
+	cfg.cpuid_15_eax = 2;
+	cfg.cpuid_15_ebx = 200;
+	cfg.mtc_freq = 3;
+	wt_init(&t);
+	wt_psb(&t);
+	wt_tsc(&t, 1000000);
+	wt_tma(&t, 0x234, 0);
+	wt_mode64(&t);
+	wt_ip(&t, PTS_PKT_FUP, 0x401000);
+	wt_plain(&t, PTS_PKT_PSBEND);
+	wt_mtc(&t, 0x47); /* 1000400 */
+	wt_tnt(&t, 2);
+	wt_cyc(&t, 400);
+	wt_mtc(&t, 0x48); /* 1001200, 2 ticks per cycle */
+	wt_ip(&t, PTS_PKT_FUP, 0x401050);
+	wt_pgd0(&t);
+	wt_cyc(&t, 1000); /* 1003200 */
+	wt_ip(&t, PTS_PKT_TIP_PGE, 0x401050);
+	wt_mtc(&t, 0x49); /* 1002000 */
+	wt_tnt(&t, 2);
+	wt_ip(&t, PTS_PKT_FUP, 0x401060);
+	wt_pgd0(&t);
+	CHECK(wt_run(&t, &cfg, NULL, 0, &res) == 0);
+	w = wt_find(&res, PTS_REC_WINDOW, 1);
+	CHECK(w && w->begin.has_time && w->end.has_time);
+	if (w) {
+		CHECK_EQ(w->begin.tsc, 1003200);
+		CHECK_EQ(w->end.tsc, 1002000);
+	}
+	CHECK_EQ(res.sum.backwards, 1);
+	CHECK_EQ(res.sum.window_ticks, 1200); /* the first window only */
+}
+
 /* Two windows of more than 2^63 ticks each: their sum stops at 2^64 - 1
  * instead of wrapping to a small number. */
 static void test_tick_sums_saturate(void)
@@ -264,6 +313,7 @@ int main(void)
 	test_cyc_uncalibrated();
 	test_cyc_mtc_calibration();
 	test_gap_duration();
+	test_backwards_time();
 	test_tick_sums_saturate();
 	test_tsc_hz();
 	return pts_check_exit();

@@ -410,6 +410,11 @@ struct pts_win_summary {
 	/* MTCs came, but without the CPUID 0x15 ratio they do not move
 	 * time: only TSC packets do. */
 	uint8_t mtc_unrated;
+	/* Records that end earlier than they begin: the clock's estimate
+	 * from CYCs ran past an MTC that came later (libipt's algorithm
+	 * does the same), or a TSC went back; their ticks are left out of
+	 * the sums. */
+	uint64_t backwards;
 };
 
 /* Copies the running summary into @sum. Returns 0 or -PTS_ERR_INVALID. */
