@@ -171,6 +171,22 @@ static void test_cyc_mtc_calibration(void)
 	CHECK_EQ(t.fcr, 2u << PTS_TIME_FCR_SHIFT);
 }
 
+/* User-only tracing with TSC and MTC (and @more_ctl), CPUID 0x15 2:200,
+ * MTCFreq 3: an MTC period is 800 TSC ticks. */
+static struct pts_trace_config timed_config(uint64_t more_ctl)
+{
+	struct pts_trace_config cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.known = PTS_CFG_CTL | PTS_CFG_CPUID15 | PTS_CFG_MTCFREQ;
+	cfg.ctl = PTS_CTL_TRACEEN | PTS_CTL_USER | PTS_CTL_BRANCHEN |
+		  PTS_CTL_TSCEN | PTS_CTL_MTCEN | more_ctl;
+	cfg.cpuid_15_eax = 2;
+	cfg.cpuid_15_ebx = 200;
+	cfg.mtc_freq = 3;
+	return cfg;
+}
+
 /* Through the model: the gap lasts from the TIP.PGD's time to the
  * TIP.PGE's (enclave time, 4.4 fact 4). */
 static void test_gap_duration(void)
@@ -180,13 +196,7 @@ static void test_gap_duration(void)
 	const struct pts_win_record *g, *w;
 	struct wtrace t;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.known = PTS_CFG_CTL | PTS_CFG_CPUID15 | PTS_CFG_MTCFREQ;
-	cfg.ctl = PTS_CTL_TRACEEN | PTS_CTL_USER | PTS_CTL_BRANCHEN |
-		  PTS_CTL_TSCEN | PTS_CTL_MTCEN;
-	cfg.cpuid_15_eax = 2;
-	cfg.cpuid_15_ebx = 200;
-	cfg.mtc_freq = 3;
+	cfg = timed_config(0);
 	wt_init(&t);
 	wt_psb(&t);
 	wt_tsc(&t, 1000000);
@@ -230,13 +240,7 @@ static void test_backwards_time(void)
 	const struct pts_win_record *w;
 	struct wtrace t;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.known = PTS_CFG_CTL | PTS_CFG_CPUID15 | PTS_CFG_MTCFREQ;
-	cfg.ctl = PTS_CTL_TRACEEN | PTS_CTL_USER | PTS_CTL_BRANCHEN |
-		  PTS_CTL_TSCEN | PTS_CTL_MTCEN | PTS_CTL_CYCEN;
-	cfg.cpuid_15_eax = 2;
-	cfg.cpuid_15_ebx = 200;
-	cfg.mtc_freq = 3;
+	cfg = timed_config(PTS_CTL_CYCEN);
 	wt_init(&t);
 	wt_psb(&t);
 	wt_tsc(&t, 1000000);
