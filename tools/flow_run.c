@@ -80,19 +80,34 @@ int pts_trace_input_reads_file(const struct pts_trace_input *in,
 	       pts_topa_reads_file(in->topa, path);
 }
 
+/* Chunks go out in slices of at most this: a ToPA region comes whole (it
+ * may be hundreds of MiB) and progress moves between chunks only. */
+#define PROGRESS_SLICE ((size_t)4 << 20)
+
 int pts_trace_input_next(struct pts_trace_input *in, struct pts_input *chunk)
 {
-	int r = in->src ? pts_source_next(in->src, chunk)
-		: in->topa ? pts_topa_next(in->topa, chunk)
-			   : 0;
-	if (r == 1) {
-		in->bytes += chunk->size;
-		pts_progress_update(&in->progress, in->bytes, pts_cli_now());
-	} else {
-		/* Erased before the command prints its summary. */
-		pts_progress_end(&in->progress);
+	if (!in->rest_len) {
+		struct pts_input whole = {NULL, 0, 0};
+		int r = in->src ? pts_source_next(in->src, &whole)
+			: in->topa ? pts_topa_next(in->topa, &whole)
+				   : 0;
+		if (r != 1) {
+			/* Erased before the command prints its summary. */
+			pts_progress_end(&in->progress);
+			*chunk = whole;
+			return r;
+		}
+		in->rest = whole.data + whole.pos;
+		in->rest_len = whole.size - whole.pos;
 	}
-	return r;
+	const size_t n =
+		in->rest_len < PROGRESS_SLICE ? in->rest_len : PROGRESS_SLICE;
+	*chunk = (struct pts_input){in->rest, n, 0};
+	in->rest += n;
+	in->rest_len -= n;
+	in->bytes += n;
+	pts_progress_update(&in->progress, in->bytes, pts_cli_now());
+	return 1;
 }
 
 void pts_trace_input_close(struct pts_trace_input *in)

@@ -20,6 +20,9 @@ struct pts_trace_input {
 	struct pts_topa *topa;  /* borrowed, unless @own_topa */
 	int own_topa;
 	uint64_t bytes;         /* handed out so far */
+	/* What is left of the source's last chunk (see PROGRESS_SLICE). */
+	const uint8_t *rest;
+	size_t rest_len;
 	/* ToPA input: why its last packet may be cut ("ToPA STOP", "end of
 	 * buffer"); a cut packet there is truncation, not a decode error.
 	 * NULL for a file, where it is an error. */
