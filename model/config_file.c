@@ -232,9 +232,12 @@ static int parse_line(struct pts_config *cfg, struct cfg_line *l,
 	if (!next_token(l, key, sizeof(key)))
 		return 0; /* blank or comment-only */
 	if (!*have_version) {
-		if (strcmp(key, "ptscope-config") != 0 || token_u64(l, &a) < 0 ||
-		    a != CFG_VERSION)
+		if (strcmp(key, "ptscope-config") != 0)
 			return -PTS_ERR_BAD_FORMAT;
+		cfg->why = "this ptscope reads version 1";
+		if (token_u64(l, &a) < 0 || a != CFG_VERSION)
+			return -PTS_ERR_BAD_FORMAT;
+		cfg->why = NULL;
 		*have_version = 1;
 		return 0;
 	}

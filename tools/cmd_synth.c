@@ -671,7 +671,10 @@ int pts_cmd_synth(int argc, char **argv)
 		uint64_t start = 0;
 		const char *elf = c.walk;
 		if (c.start && parse_addr(img, c.start, &start) < 0) {
-			pts_cli_usage_error(cmd, "bad --start '%s'", c.start);
+			pts_cli_usage_error(cmd,
+					    "--start '%s': no symbol of %s "
+					    "and no number (0x hex or decimal)",
+					    c.start, c.walk);
 			goto done;
 		}
 		if (!c.start) {

@@ -253,6 +253,13 @@ static void test_enclave_reasons(void)
 		 "it overlaps an enclave given before"},
 		{"enclave 1 2 debug\nbogus 1\n", NULL},
 	};
+	/* a version this ptscope does not read (it said "cannot parse") */
+	struct pts_config v2;
+	pts_config_init(&v2);
+	CHECK(pts_config_parse(&v2, "ptscope-config 2\n", 17, NULL, NULL) < 0);
+	CHECKF(v2.why && !strcmp(v2.why, "this ptscope reads version 1"),
+	       "version 2: why \"%s\"", v2.why ? v2.why : "(none)");
+	pts_config_fini(&v2);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char text[256];
 		struct pts_config cfg;
