@@ -140,6 +140,21 @@ static bool ignored(int kind)
 	}
 }
 
+/* 1 when a packet of @kind at the head starts an event whose next packet
+ * belongs to it (FUP and its TIP or TIP.PGD, OVF and its FUP, MODE.Exec,
+ * PIP or VMCS and the TIP of a far transfer, MODE.TSX and its FUP): a CBR
+ * between them is read with the event, before it; else 0. */
+static unsigned event_group(int kind)
+{
+	switch (kind) {
+	case PTS_PKT_FUP: case PTS_PKT_OVF: case PTS_PKT_MODE_EXEC:
+	case PTS_PKT_MODE_TSX: case PTS_PKT_PIP: case PTS_PKT_VMCS:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static void queue_push(struct pts_flow *f, const struct pts_packet *p)
 {
 	f->q[f->qhead + f->qlen] = *p;
@@ -161,24 +176,24 @@ static void queue_compact(struct pts_flow *f)
 static int queue_batch(struct pts_flow *f, struct pts_input *in)
 {
 	unsigned tail = f->qhead + f->qlen;
+	/* each packet may be a CBR for the ring beside the queue */
+	unsigned room = QUEUE_CAP - tail, cbr_room = CBR_CAP - f->cbr_len;
 	int r = pts_pkt_next_batch(f->pkt, in, f->q + tail,
-				   (int)(QUEUE_CAP - tail));
+				   (int)(room < cbr_room ? room : cbr_room));
 	if (r <= 0)
 		return r;
 	f->stats.packets += (uint64_t)r;
 	unsigned w = tail;
 	for (unsigned i = tail; i < tail + (unsigned)r; i++) {
 		if (f->q[i].kind == PTS_PKT_CBR && !f->q_in_psb) {
-			if (f->cbr_len < CBR_CAP) {
-				unsigned c = (f->cbr_head + f->cbr_len++) %
-					     CBR_CAP;
-				f->cbr[c].offset = f->q[i].offset;
-				f->cbr[c].ratio = f->q[i].u.cbr.ratio;
-				continue;
-			}
-		} else if (ignored(f->q[i].kind)) {
+			/* room for all: the batch is no larger */
+			unsigned c = (f->cbr_head + f->cbr_len++) % CBR_CAP;
+			f->cbr[c].offset = f->q[i].offset;
+			f->cbr[c].ratio = f->q[i].u.cbr.ratio;
 			continue;
 		}
+		if (ignored(f->q[i].kind))
+			continue;
 		if (f->q[i].kind == PTS_PKT_PSB) {
 			f->q_in_psb = true;
 		} else if (f->q[i].kind == PTS_PKT_OVF) {
@@ -200,8 +215,11 @@ static int queue_batch(struct pts_flow *f, struct pts_input *in)
 static int refill(struct pts_flow *f, struct pts_input *in)
 {
 	queue_compact(f);
-	/* Room for a whole batch and the error record behind it. */
-	while (f->qlen < QUEUE_CAP - LOOKAHEAD && !f->pkt_eos) {
+	/* Room for a whole batch and the error record behind it. With
+	 * CBR_CAP CBRs waiting the walk goes on with what is queued: it
+	 * reports them as it passes them (pts_flow_cbr_stop()). */
+	while (f->qlen < QUEUE_CAP - LOOKAHEAD && !f->pkt_eos &&
+	       f->cbr_len < CBR_CAP) {
 		int r = queue_batch(f, in);
 		if (r > 0)
 			continue;
@@ -318,7 +336,7 @@ static inline void deliver(struct pts_flow *f, const struct pts_block *b,
 
 static void end_of_trace(struct pts_flow *f, uint64_t ip)
 {
-	pts_flow_cbrs(f, true);
+	pts_flow_cbrs(f, true, 0);
 	pts_flow_event(f, PTS_EV_END, ip, f->offset);
 	f->st = ST_DONE;
 }
@@ -930,10 +948,15 @@ static bool walk_careful(struct pts_flow *f, struct pts_block *b,
 static void step_enabled(struct pts_flow *f)
 {
 	do {
-		if (f->cbr_len && !f->tnt_count)
-			pts_flow_cbrs(f, true);
 		const struct pts_packet *h =
 			f->tnt_count ? NULL : pts_flow_peek(f, 0);
+		/* CBRs the walk passed (none after a PSB+ short of its FUP's
+		 * IP: libipt's events wait for it there), and those among
+		 * the packets of the event at the head */
+		if (!f->tnt_count && f->cbr_len &&
+		    !(f->psb_stop && f->ip != f->psb_ip) &&
+		    pts_flow_cbr_stop(f, h ? event_group(h->kind) : 0))
+			return;
 		uint64_t stop = 0;
 		bool have_stop = false, careful = false;
 		if (h && h->kind != PTS_PKT_TNT8 && h->kind != PTS_PKT_TNT64 &&

@@ -13,11 +13,12 @@
 #define QUEUE_CAP 512
 #define LOOKAHEAD 48
 /* Records a step may emit at most; output is buffered in between. */
-#define PEND_CAP 128
+#define PEND_CAP 640
 #define STEP_RECS 16
-/* CBRs outside PSB+ waiting beside the queue (see pts_flow.cbr); a step
+/* CBRs outside PSB+ waiting beside the queue (see pts_flow.cbr): as many
+ * as the queue holds packets, so that they rarely limit a batch; a step
  * may report all of them at once. */
-#define CBR_CAP 64
+#define CBR_CAP QUEUE_CAP
 _Static_assert(PEND_CAP >= 2 * STEP_RECS + CBR_CAP,
 	       "a step's records and every CBR waiting fit behind the output");
 /* Addresses one iteration of the walk delivers at most: one block (a
@@ -68,13 +69,15 @@ struct pts_flow {
 	struct pts_packet q[QUEUE_CAP];
 	unsigned qhead, qlen;
 	/* CBRs outside PSB+, oldest first, from cbr_head (a ring). A CBR is
-	 * an event of its own (libipt's ptev_cbr), due once the walk took
-	 * every packet before it with no TNT bit pending: then libipt reads
-	 * ahead to it. They wait here, not in the queue, so the lookahead
+	 * an event of its own (libipt's ptev_cbr), reported where libipt's
+	 * query decoder reads it: once the walk took every packet before it
+	 * with no TNT bit pending, or, inside the packets of one event (FUP
+	 * and its TIP, OVF and its FUP, MODE.Exec and its TIP.PGE), before
+	 * that event. They wait here, never in the queue, so the lookahead
 	 * (a TIP behind a TNT, the packets an async FUP binds, errata scans)
 	 * reads past them: a frequency change may come between any two
-	 * packets. Past CBR_CAP waiting, a CBR is queued as it comes and
-	 * pts_flow_codeless() reports it. */
+	 * packets. With CBR_CAP waiting the queue takes no more packets
+	 * until the walk has reported some. */
 	struct {
 		uint64_t offset;
 		uint8_t ratio;
@@ -310,9 +313,18 @@ static inline bool pts_flow_at_end(struct pts_flow *f)
 	pts_flow_end_here(f);
 	return true;
 }
-/* Reports (@report) or drops the CBRs that are due: those before the
- * head packet, all of them when the queue is empty. */
-void pts_flow_cbrs(struct pts_flow *f, bool report);
+/* Reports (@report) or drops the CBRs before the packet @ahead in the
+ * queue (0: the head), all of them when there is none. Returns how many. */
+unsigned pts_flow_cbrs(struct pts_flow *f, bool report, unsigned ahead);
+/* Reports the CBRs before the packet @ahead. Returns whether the step
+ * should end there: it reported some while the queue is short (with
+ * CBR_CAP waiting the queue took no more packets; the next refill tops
+ * it up before the walk looks ahead again). */
+static inline bool pts_flow_cbr_stop(struct pts_flow *f, unsigned ahead)
+{
+	return f->cbr_len && pts_flow_cbrs(f, true, ahead) &&
+	       f->qlen < LOOKAHEAD && !f->pkt_eos;
+}
 /* Enters PSB+ at the PSB at the head. */
 void pts_flow_enter_psb(struct pts_flow *f);
 /* Applies a MODE.Exec packet: the mode, and an event. */

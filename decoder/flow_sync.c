@@ -91,10 +91,12 @@ static void skipped_to(struct pts_flow *f, uint64_t end)
 	f->no_skip = true;
 }
 
-void pts_flow_cbrs(struct pts_flow *f, bool report)
+unsigned pts_flow_cbrs(struct pts_flow *f, bool report, unsigned ahead)
 {
-	const struct pts_packet *h = pts_flow_peek(f, 0);
-	while (f->cbr_len && (!h || f->cbr[f->cbr_head].offset < h->offset)) {
+	const struct pts_packet *h = pts_flow_peek(f, ahead);
+	unsigned n = 0;
+	for (; f->cbr_len && (!h || f->cbr[f->cbr_head].offset < h->offset);
+	     n++) {
 		if (report) {
 			struct pts_flow_rec *r = pts_flow_event(
 				f, PTS_EV_CBR, 0, f->cbr[f->cbr_head].offset);
@@ -104,12 +106,15 @@ void pts_flow_cbrs(struct pts_flow *f, bool report)
 		f->cbr_head = (f->cbr_head + 1) % CBR_CAP;
 		f->cbr_len--;
 	}
+	return n;
 }
 
 void pts_flow_step_nosync(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
-	pts_flow_cbrs(f, false); /* skipped with the rest */
+	pts_flow_cbrs(f, false, 0); /* skipped with the rest */
+	if (!p && !f->pkt_eos)
+		return; /* CBRs filled their room: more packets come */
 	/* The queue runs dry only at the end of the trace (flow_next()
 	 * steps with LOOKAHEAD packets queued, or none to come). */
 	if (!p || p->kind == PTS_PKT_PSB)
@@ -236,7 +241,8 @@ void pts_flow_step_psb(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
 	if (!p) {
-		psb_end(f);
+		if (f->pkt_eos) /* else CBRs filled their room */
+			psb_end(f);
 		return;
 	}
 	struct pts_flow_rec *r;
@@ -512,12 +518,6 @@ bool pts_flow_codeless(struct pts_flow *f)
 		if (p->u.bep.ip && fup_after_head(f, &ip))
 			pts_flow_pop(f);
 		break;
-	case PTS_PKT_CBR:
-		/* queued past CBR_CAP waiting (pts_flow.cbr) */
-		r = pts_flow_event(f, PTS_EV_CBR, 0, p->offset);
-		r->arg = p->u.cbr.ratio;
-		r->flags = PTS_EV_F_IP_SUPPRESSED;
-		break;
 	case PTS_PKT_BBP:
 	case PTS_PKT_BIP:
 	case PTS_PKT_PSBEND:
@@ -582,13 +582,19 @@ static void enable(struct pts_flow *f, unsigned n)
 void pts_flow_step_disabled(struct pts_flow *f)
 {
 	const struct pts_packet *p = pts_flow_peek(f, 0);
-	pts_flow_cbrs(f, true);
 	if (!p) {
-		f->st = ST_DONE;
+		pts_flow_cbrs(f, true, 0);
+		if (f->pkt_eos) /* else CBRs filled their room */
+			f->st = ST_DONE;
 		return;
 	}
 	struct pts_flow_rec *r;
 	int pge = pge_ahead(f);
+	/* CBRs among the status packets of a TIP.PGE, or between an OVF and
+	 * what follows, come first (libipt reads them with the event) */
+	if (pts_flow_cbr_stop(f, pge > 0 ? (unsigned)pge
+			      : p->kind == PTS_PKT_OVF ? 1 : 0))
+		return;
 	if (pge >= 0) {
 		if (f->q[f->qhead + (unsigned)pge].ipc == PTS_IPC_SUPPRESSED) {
 			pts_flow_error(f, -PTS_ERR_TRACE_MISMATCH, 0);

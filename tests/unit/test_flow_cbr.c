@@ -34,7 +34,8 @@ static const struct hand_code code = {&section, 1};
 static const struct pts_flow_config none;
 
 /* The flow of @t as text: instruction addresses, "E1000" enabled, "D"
- * disabled, "K20" a CBR (ratio in hex), "R" an error, "." the end. */
+ * disabled (also async), "O" overflow, "K20" a CBR (ratio in hex), "R" an
+ * error, "." the end. */
 static void decode(const struct hand_trace *t, char *out, size_t cap)
 {
 	struct pts_image *img = hf_image(&code);
@@ -70,9 +71,13 @@ static void decode(const struct hand_trace *t, char *out, size_t cap)
 				len += (size_t)snprintf(
 					out + len, cap - len, "E%llx ",
 					(unsigned long long)r->ip);
-			} else if (r->type == PTS_EV_DISABLED) {
+			} else if (r->type == PTS_EV_DISABLED ||
+				   r->type == PTS_EV_ASYNC_DISABLED) {
 				len += (size_t)snprintf(out + len, cap - len,
 							"D ");
+			} else if (r->type == PTS_EV_OVERFLOW) {
+				len += (size_t)snprintf(out + len, cap - len,
+							"O ");
 			} else if (r->type == PTS_EV_END) {
 				len += (size_t)snprintf(out + len, cap - len,
 							". ");
@@ -89,7 +94,7 @@ static void decode(const struct hand_trace *t, char *out, size_t cap)
 static void expect(const char *label, const struct hand_trace *t,
 		   const char *want, bool libipt_same)
 {
-	char flow[2048];
+	static char flow[8192];
 	decode(t, flow, sizeof(flow));
 	hf_expect(label, flow, want, &code, t, &none, true, libipt_same);
 }
@@ -187,6 +192,66 @@ int main(void)
 	ht_tnt(&t, 0, 2);
 	disable(&t);
 	expect("skipped, psb+", &t, "E1000 1000 1002 1004 1005 D ", true);
+
+	/* Inside the packets of one event, before the event: FUP, CBR,
+	 * TIP.PGD (libipt reads the CBR with the FUP); OVF, CBR, FUP. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 4);
+	cbr(&t, 0x25);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
+	ht_psb(&t);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	expect("fup, cbr, pgd", &t, "E1000 1000 1002 K25 D ", true);
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	ht_put_kind(&t, PTS_PKT_OVF);
+	cbr(&t, 0x26);
+	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE);
+	ht_tnt(&t, 0, 2);
+	disable(&t);
+	expect("ovf, cbr, fup", &t,
+	       "E1000 1000 1002 K26 O 1000 1002 1004 1005 D ", true);
+
+	/* After a PSB+ met while walking: at its FUP's IP (libipt's
+	 * events wait for it there), not before the walk gets there. */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	ht_psb(&t);
+	ht_mode(&t, 1, 0);
+	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 5);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	cbr(&t, 0x27);
+	disable(&t);
+	expect("after psb+", &t, "E1000 1000 1002 1004 K27 1005 D ", true);
+
+	/* More CBRs than wait beside the queue (CBR_CAP, 512) in a row, then
+	 * a FUP, a CBR, a TIP.PGD: the queue takes no more packets until the
+	 * walk reported some, and no CBR ever goes into it (with 64 waiting
+	 * a CBR went into the queue, and the FUP + TIP.PGD around it failed
+	 * as a mismatch). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0);
+	ht_tnt(&t, 0, 2);
+	for (int i = 0; i < 700; i++)
+		cbr(&t, (uint8_t)(i % 200 + 1));
+	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
+	ht_tnt(&t, 0, 2);
+	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 4);
+	cbr(&t, 0xee);
+	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
+	ht_psb(&t);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	static char many[8192];
+	size_t n = (size_t)snprintf(many, sizeof(many), "E1000 1000 1002 ");
+	for (int i = 0; i < 700; i++)
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "K%x ",
+				      i % 200 + 1);
+	snprintf(many + n, sizeof(many) - n, "1004 1005 1000 1002 Kee D ");
+	expect("700 in a row", &t, many, true);
 
 	/* Between a TNT and the TIP of a deferred indirect branch: read past
 	 * (libipt: bad query at the CBR). */
