@@ -128,6 +128,15 @@ static void disable(struct hand_trace *t)
 	ht_put_kind(t, PTS_PKT_PSBEND);
 }
 
+/* A new trace: start(), then the branches at 0x1000 and 0x1002 not
+ * taken. */
+static void begin(struct hand_trace *t)
+{
+	memset(t, 0, sizeof(*t));
+	start(t, 0);
+	ht_tnt(t, 0, 2);
+}
+
 int main(void)
 {
 	struct hand_trace t = {0};
@@ -143,9 +152,7 @@ int main(void)
 	       "E1000 1000 1002 K20 1004 1005 1000 1002 1004 1005 D ", true);
 
 	/* While tracing is off. */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	ht_put_ip(&t, PTS_PKT_TIP_PGD, CODE_BASE);
 	cbr(&t, 0x21);
 	ht_put_ip(&t, PTS_PKT_TIP_PGE, CODE_BASE);
@@ -157,9 +164,7 @@ int main(void)
 
 	/* At the end of the trace; also after a TIP (the branch that took
 	 * it, then the CBR). */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
 	cbr(&t, 0x23);
 	ht_tnt(&t, 0, 2);
@@ -168,9 +173,7 @@ int main(void)
 	       "E1000 1000 1002 1004 1005 K23 1000 1002 K22 . ", true);
 
 	/* 100 in a row: beyond what waits beside the queue. */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	for (int i = 1; i <= 100; i++)
 		cbr(&t, (uint8_t)i);
 	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
@@ -195,18 +198,14 @@ int main(void)
 
 	/* Inside the packets of one event, before the event: FUP, CBR,
 	 * TIP.PGD (libipt reads the CBR with the FUP); OVF, CBR, FUP. */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 4);
 	cbr(&t, 0x25);
 	ht_put_ip(&t, PTS_PKT_TIP_PGD, 0);
 	ht_psb(&t);
 	ht_put_kind(&t, PTS_PKT_PSBEND);
 	expect("fup, cbr, pgd", &t, "E1000 1000 1002 K25 D ", true);
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	ht_put_kind(&t, PTS_PKT_OVF);
 	cbr(&t, 0x26);
 	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE);
@@ -217,9 +216,7 @@ int main(void)
 
 	/* After a PSB+ met while walking: at its FUP's IP (libipt's
 	 * events wait for it there), not before the walk gets there. */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	ht_psb(&t);
 	ht_mode(&t, 1, 0);
 	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 5);
@@ -233,9 +230,7 @@ int main(void)
 	 * walk reported some, and no CBR ever goes into it (with 64 waiting
 	 * a CBR went into the queue, and the FUP + TIP.PGD around it failed
 	 * as a mismatch). */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	for (int i = 0; i < 700; i++)
 		cbr(&t, (uint8_t)(i % 200 + 1));
 	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
@@ -255,9 +250,7 @@ int main(void)
 
 	/* Between a TNT and the TIP of a deferred indirect branch: read past
 	 * (libipt: bad query at the CBR). */
-	memset(&t, 0, sizeof(t));
-	start(&t, 0);
-	ht_tnt(&t, 0, 2);
+	begin(&t);
 	ht_tnt(&t, 0, 2);
 	cbr(&t, 0x24);
 	ht_put_ip(&t, PTS_PKT_TIP, CODE_BASE);
