@@ -408,12 +408,12 @@ static void classify_start(struct pts_win_model *m,
 			   struct pts_win_record *rec)
 {
 	const int closed = closed_at_ip(rec);
+	const int aep = closed ? pts_enclave_find_aep(m, rec->end.ip) : -1;
+	const int eexit = closed ? pts_enclave_find_eexit(m, rec->end.ip) : -1;
 	uint32_t mask = candidates(m, rec);
 	int n, last = PTS_GAP_DISABLED;
 
-	if (closed && m->has_production &&
-	    (pts_enclave_find_aep(m, rec->end.ip) >= 0 ||
-	     pts_enclave_find_eexit(m, rec->end.ip) >= 0))
+	if (m->has_production && (aep >= 0 || eexit >= 0))
 		mask = CAUSE_BIT(PTS_GAP_ENCLAVE);
 	else if (!(m->cfg.known & PTS_CFG_CTL))
 		mask |= CAUSE_BIT(PTS_GAP_DISABLED);
@@ -427,11 +427,8 @@ static void classify_start(struct pts_win_model *m,
 	if (last != PTS_GAP_ENCLAVE)
 		return;
 	rec->entry = PTS_ENCL_NONE;
-	rec->enclave = (int16_t)first_of(
-		pts_enclave_find_aep(m, rec->end.ip),
-		pts_enclave_find_eexit(m, rec->end.ip), only_production(m));
-	rec->exit = pts_enclave_find_aep(m, rec->end.ip) >= 0 ? PTS_ENCL_AEX
-							      : PTS_ENCL_EEXIT;
+	rec->enclave = (int16_t)first_of(aep, eexit, only_production(m));
+	rec->exit = aep >= 0 ? PTS_ENCL_AEX : PTS_ENCL_EEXIT;
 }
 
 void pts_win_classify(struct pts_win_model *m, struct pts_win_record *rec)

@@ -171,6 +171,17 @@ static void test_cyc_mtc_calibration(void)
 	CHECK_EQ(t.fcr, 2u << PTS_TIME_FCR_SHIFT);
 }
 
+/* @r exists and has the times @begin and @end. */
+static void check_times(const struct pts_win_record *r, uint64_t begin,
+			uint64_t end)
+{
+	CHECK(r && r->begin.has_time && r->end.has_time);
+	if (r) {
+		CHECK_EQ(r->begin.tsc, begin);
+		CHECK_EQ(r->end.tsc, end);
+	}
+}
+
 /* User-only tracing with TSC and MTC (and @more_ctl), CPUID 0x15 2:200,
  * MTCFreq 3: an MTC period is 800 TSC ticks. */
 static struct pts_trace_config timed_config(uint64_t more_ctl)
@@ -216,11 +227,7 @@ static void test_gap_duration(void)
 	wt_tnt(&t, 2);
 	CHECK(wt_run(&t, &cfg, NULL, 0, &res) == 0);
 	g = wt_find(&res, PTS_REC_GAP, 0);
-	CHECK(g && g->begin.has_time && g->end.has_time);
-	if (g) {
-		CHECK_EQ(g->begin.tsc, 1000400);
-		CHECK_EQ(g->end.tsc, 1002800);
-	}
+	check_times(g, 1000400, 1002800);
 	w = wt_find(&res, PTS_REC_WINDOW, 0);
 	CHECK(w && w->begin.has_time && w->begin.tsc == 1000000);
 	CHECK_EQ(res.sum.gap_ticks[PTS_GAP_CPL], 2400);
@@ -262,11 +269,7 @@ static void test_backwards_time(void)
 	wt_pgd0(&t);
 	CHECK(wt_run(&t, &cfg, NULL, 0, &res) == 0);
 	w = wt_find(&res, PTS_REC_WINDOW, 1);
-	CHECK(w && w->begin.has_time && w->end.has_time);
-	if (w) {
-		CHECK_EQ(w->begin.tsc, 1003200);
-		CHECK_EQ(w->end.tsc, 1002000);
-	}
+	check_times(w, 1003200, 1002000);
 	CHECK_EQ(res.sum.backwards, 1);
 	CHECK_EQ(res.sum.window_ticks, 1200); /* the first window only */
 }
