@@ -111,15 +111,7 @@ static int next_token(struct cfg_line *l, char *buf, size_t cap)
 
 static int parse_u64(const char *s, uint64_t *v)
 {
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(s, &end, 0);
-	if (errno || *end)
-		return -1;
-	*v = x;
-	return 0;
+	return pts_parse_u64(s, s + strlen(s), v) < 0 ? -1 : 0;
 }
 
 static int token_u64(struct cfg_line *l, uint64_t *v)

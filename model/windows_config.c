@@ -2,29 +2,17 @@
  * frequency in use, the TSC frequency. */
 #include <ptscope/windows.h>
 
-#include <errno.h>
-#include <stdlib.h>
-
-static int parse_addr(const char *s, char **end, uint64_t *v)
-{
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, end, 0);
-	return errno || *end == s ? -1 : 0;
-}
+#include <string.h>
 
 int pts_config_add_range(struct pts_trace_config *cfg, const char *text,
 			 enum pts_addr_cfg cfg_kind)
 {
 	uint64_t a, b;
-	char *end;
 
 	if (!cfg || !text || (cfg_kind != PTS_ADDR_FILTER &&
 			      cfg_kind != PTS_ADDR_STOP))
 		return -PTS_ERR_INVALID;
-	if (parse_addr(text, &end, &a) < 0 || *end != '-' ||
-	    parse_addr(end + 1, &end, &b) < 0 || *end || b < a)
+	if (pts_parse_range(text, text + strlen(text), &a, &b) < 0 || b < a)
 		return -PTS_ERR_INVALID;
 	for (unsigned n = 0; n < 4; n++) {
 		unsigned shift = PTS_CTL_ADDR_CFG_SHIFT(n);

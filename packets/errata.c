@@ -7,27 +7,21 @@
  */
 #include <ptscope/packets.h>
 
-#include <errno.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* One decimal or 0x-hex number in [0, @max]; *@end gets what follows. */
+/* One decimal or 0x-hex number in [0, @max], up to the next '/' or the
+ * end; *@end gets what follows. */
 static int pts_cpu_number(const char *s, const char **end, unsigned long max,
 			  unsigned long *out)
 {
-	char *stop;
-	unsigned long v;
+	const char *stop = s + strcspn(s, "/");
+	uint64_t v;
 
-	/* strtoul accepts a sign and leading blanks; a CPU id has neither. */
-	if (*s < '0' || *s > '9')
-		return -PTS_ERR_INVALID;
-	errno = 0;
-	v = strtoul(s, &stop, 0);
-	if (stop == s || errno || v > max)
+	if (pts_parse_u64(s, stop, &v) < 0 || v > max)
 		return -PTS_ERR_INVALID;
 	*end = stop;
-	*out = v;
+	*out = (unsigned long)v;
 	return 0;
 }
 

@@ -61,17 +61,13 @@ int pts_cli_bad_option(const char *cmd, int ret, char **argv)
 
 int pts_cli_number(const char *arg, uint64_t max, uint64_t *value)
 {
-	char *end = NULL;
-	unsigned long long v;
+	uint64_t v;
+	const int err = arg ? pts_parse_u64(arg, arg + strlen(arg), &v)
+			    : -PTS_ERR_INVALID;
 
-	/* strtoull would take "-1" as a huge number and skip blanks */
-	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ')
-		return -1;
-	errno = 0;
-	v = strtoull(arg, &end, 0);
-	if (errno == ERANGE || v > max)
+	if (err == -PTS_ERR_TOO_LARGE || (!err && v > max))
 		return -2;
-	if (errno || *end)
+	if (err < 0)
 		return -1;
 	*value = v;
 	return 0;

@@ -81,11 +81,12 @@ int pts_cli_getopt(int argc, char **argv, const char *shortopts,
  * argument); returns PTS_EXIT_USAGE. */
 int pts_cli_bad_option(const char *cmd, int ret, char **argv);
 
-/* An unsigned number (decimal, 0x hex, 0 octal) no larger than @max, said
- * nothing about: 0, -1 for no number, -2 for one above @max. */
+/* An unsigned number (decimal or 0x hex, as pts_parse_u64() reads it) no
+ * larger than @max, said nothing about: 0, -1 for no number, -2 for one
+ * above @max. */
 int pts_cli_number(const char *arg, uint64_t max, uint64_t *value);
 
-/* Parses an unsigned number (decimal, 0x hex, 0 octal) no larger than
+/* Parses an unsigned number (decimal or 0x hex) no larger than
  * @max for option @opt. Returns 0, or prints why not (a usage error) and
  * returns -1. */
 int pts_cli_parse_u64(const char *cmd, const char *opt, const char *arg,

@@ -247,10 +247,8 @@ static int add_filter(struct cov_cli *c, const char *arg)
 	unsigned i = c->cfg.n_ranges;
 	/* numbers as everywhere else: 0x hex or decimal, no sign (strtoull
 	 * took 0400 as octal and 5--1 as 5 to 2^64-1) */
-	const char *dash = strchr(arg, '-');
-	if (!dash || pts_parse_u64(arg, dash, &c->cfg.begin[i]) < 0 ||
-	    pts_parse_u64(dash + 1, dash + 1 + strlen(dash + 1),
-			  &c->cfg.end[i]) < 0)
+	if (pts_parse_range(arg, arg + strlen(arg), &c->cfg.begin[i],
+			    &c->cfg.end[i]) < 0)
 		return pts_cli_usage_error(cmd,
 					   "--filter: expected A-B (numbers, "
 					   "0x hex or decimal), got '%s'",

@@ -159,11 +159,8 @@ struct synth_cli {
 /* A number, or SYMBOL[+OFFSET] of the walked image. */
 static int parse_addr(struct pts_image *img, const char *text, uint64_t *v)
 {
-	char *end;
-	if (text[0] >= '0' && text[0] <= '9') {
-		*v = strtoull(text, &end, 0);
-		return *end ? -1 : 0;
-	}
+	if (text[0] >= '0' && text[0] <= '9')
+		return pts_parse_u64(text, text + strlen(text), v) < 0 ? -1 : 0;
 	char name[128];
 	const char *plus = strchr(text, '+');
 	size_t n = plus ? (size_t)(plus - text) : strlen(text);
@@ -175,11 +172,8 @@ static int parse_addr(struct pts_image *img, const char *text, uint64_t *v)
 	if (!sym)
 		return -1;
 	uint64_t off = 0;
-	if (plus) {
-		off = strtoull(plus + 1, &end, 0);
-		if (*end)
-			return -1;
-	}
+	if (plus && pts_parse_u64(plus + 1, plus + 1 + strlen(plus + 1), &off) < 0)
+		return -1;
 	*v = sym->addr + off;
 	return 0;
 }

@@ -118,24 +118,22 @@ static int set_ring(struct pts_trace_config *tc, const char *arg)
 
 static int set_cpuid15(struct pts_trace_config *tc, const char *arg)
 {
-	unsigned long long v[3] = {0, 0, 0};
+	uint64_t v[3] = {0, 0, 0};
 	int n = 0;
-	char *end;
 	const char *s = arg;
 
-	while (n < 3) {
-		v[n++] = strtoull(s, &end, 0);
-		if (end == s)
+	for (;;) {
+		const char *end = s + strcspn(s, ":");
+
+		if (n == 3 || pts_parse_u64(s, end, &v[n++]) < 0)
 			return -1;
 		if (*end == '\0')
 			break;
-		if (*end != ':')
-			return -1;
 		s = end + 1;
 	}
 	/* EAX 0 would divide by zero; EBX 0 means "not enumerated" (SDM
 	 * Vol. 2A, CPUID leaf 15H): neither gives a ratio. */
-	if (n < 2 || *end || !v[0] || !v[1] || v[0] > UINT32_MAX ||
+	if (n < 2 || !v[0] || !v[1] || v[0] > UINT32_MAX ||
 	    v[1] > UINT32_MAX || v[2] > UINT32_MAX)
 		return -1;
 	tc->cpuid_15_eax = (uint32_t)v[0];
@@ -179,18 +177,21 @@ static int apply_option(struct windows *w, int c, const char *arg)
 		return set_ring(tc, arg);
 	case 'F':
 	case 'S': {
+		const char *opt = c == 'F' ? "--filter" : "--stop-range";
 		int err = pts_config_add_range(
 			tc, arg, c == 'F' ? PTS_ADDR_FILTER : PTS_ADDR_STOP);
+		if (err == -PTS_ERR_BAD_CONFIG)
+			return pts_cli_usage_error(cmd,
+						   "%s: more than 4 ranges "
+						   "(--filter and --stop-range "
+						   "share ADDR0-3)",
+						   opt);
 		if (err < 0)
-			return pts_cli_usage_error(cmd, "%s: %s",
-						   c == 'F' ? "--filter"
-							    : "--stop-range",
-						   err == -PTS_ERR_BAD_CONFIG
-							   ? "more than 4 ranges "
-							     "(--filter and "
-							     "--stop-range "
-							     "share ADDR0-3)"
-							   : "expected A-B");
+			return pts_cli_usage_error(cmd,
+						   "%s: expected A-B (numbers, "
+						   "0x hex or decimal, A <= B), "
+						   "got '%s'",
+						   opt, arg);
 		return 0;
 	}
 	case '3':

@@ -69,6 +69,9 @@ static void cpu_parse(void)
 		{"6/78x", -PTS_ERR_INVALID, 0, 0, 0},
 		{"", -PTS_ERR_INVALID, 0, 0, 0},
 		{" 6/78", -PTS_ERR_INVALID, 0, 0, 0},
+		/* decimal, as every number users write: 085 is not octal */
+		{"06/085/010", 0, 6, 85, 10},
+		{"6/089", 0, 6, 89, 0},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -223,8 +226,11 @@ static void numbers(void)
 		{"0X2a", 0, 42},
 		{"18446744073709551615", 0, UINT64_MAX},
 		{"0xffffffffffffffff", 0, UINT64_MAX},
-		{"18446744073709551616", -PTS_ERR_INVALID, 0},
-		{"0x10000000000000000", -PTS_ERR_INVALID, 0},
+		{"18446744073709551616", -PTS_ERR_TOO_LARGE, 0},
+		{"0x10000000000000000", -PTS_ERR_TOO_LARGE, 0},
+		{"184467440737095516160z", -PTS_ERR_INVALID, 0},
+		{"0400", 0, 400},
+		{"010", 0, 10},
 		{"", -PTS_ERR_INVALID, 0},
 		{"0x", -PTS_ERR_INVALID, 0},
 		{"-1", -PTS_ERR_INVALID, 0},
@@ -247,6 +253,33 @@ static void numbers(void)
 	const char *t = "123junk";
 	uint64_t v = 0;
 	CHECK(pts_parse_u64(t, t + 3, &v) == 0 && v == 123);
+
+	static const struct {
+		const char *text;
+		int err;
+		uint64_t a, b;
+	} ranges[] = {
+		{"0x400000-0x4fffff", 0, 0x400000, 0x4fffff},
+		{"0400-0500", 0, 400, 500},
+		{"5-3", 0, 5, 3}, /* the order is the caller's to judge */
+		{"5--1", -PTS_ERR_INVALID, 0, 0},
+		{"5-", -PTS_ERR_INVALID, 0, 0},
+		{"-5", -PTS_ERR_INVALID, 0, 0},
+		{"5", -PTS_ERR_INVALID, 0, 0},
+		{"", -PTS_ERR_INVALID, 0, 0},
+		{"1-2-3", -PTS_ERR_INVALID, 0, 0},
+		{"1-18446744073709551616", -PTS_ERR_TOO_LARGE, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		const char *r = ranges[i].text;
+		uint64_t a = 7, b = 7;
+		int err = pts_parse_range(r, r + strlen(r), &a, &b);
+		CHECKF(err == ranges[i].err, "\"%s\": %d", r, err);
+		CHECKF(err ? a == 7 && b == 7
+			   : a == ranges[i].a && b == ranges[i].b,
+		       "\"%s\": %llx-%llx", r, (unsigned long long)a,
+		       (unsigned long long)b);
+	}
 }
 
 int main(void)

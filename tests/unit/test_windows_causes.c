@@ -95,6 +95,15 @@ static void test_ip_filter(void)
 	CHECK_EQ(pts_config_add_range(&cfg, "0x401000-0x401fff",
 				      PTS_ADDR_FILTER),
 		 0);
+	/* numbers as everywhere: 0400 is decimal (strtoull took it as
+	 * octal), B below A and a second dash are refused */
+	struct pts_trace_config spare = cfg;
+	CHECK_EQ(pts_config_add_range(&spare, "0400-0500", PTS_ADDR_STOP), 0);
+	CHECK(spare.addr_a[1] == 400 && spare.addr_b[1] == 500);
+	CHECK_EQ(pts_config_add_range(&spare, "0500-0400", PTS_ADDR_STOP),
+		 -PTS_ERR_INVALID);
+	CHECK_EQ(pts_config_add_range(&spare, "5--1", PTS_ADDR_STOP),
+		 -PTS_ERR_INVALID);
 	start(&t);
 	wt_ip(&t, PTS_PKT_TIP_PGD, 0x500000);
 	wt_ip(&t, PTS_PKT_TIP_PGE, CODE + 0x10);

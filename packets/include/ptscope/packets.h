@@ -43,7 +43,8 @@ extern "C" {
 	X(TRACE_MISMATCH, "trace does not match the code")                     \
 	X(RETSTACK_EMPTY, "compressed return with an empty return stack")     \
 	X(UNSUPPORTED, "not supported")                                        \
-	X(BAD_MODE, "code in an unknown execution mode (reserved MODE.Exec)")
+	X(BAD_MODE, "code in an unknown execution mode (reserved MODE.Exec)") \
+	X(TOO_LARGE, "number too large")
 
 enum pts_error {
 #define PTS_ERR_ENUM_(name, msg) PTS_ERR_##name,
@@ -59,9 +60,14 @@ const char *pts_errname(int err);
 
 /* The number that fills [@s, @end) exactly, as users write them in specs
  * and description files: "0x" (or "0X") and hex digits, or decimal digits;
- * no sign, no blanks, at most UINT64_MAX. Returns 0 and sets *@v, or
+ * no sign, no blanks (a leading 0 is not octal). Returns 0 and sets *@v,
+ * -PTS_ERR_TOO_LARGE for a well-formed number above UINT64_MAX, or
  * -PTS_ERR_INVALID. */
 int pts_parse_u64(const char *s, const char *end, uint64_t *v);
+/* The range "A-B" that fills [@s, @end) exactly, A and B as
+ * pts_parse_u64() reads them. Returns 0 and sets *@a and *@b, or
+ * pts_parse_u64()'s error; B below A is left for the caller to say. */
+int pts_parse_range(const char *s, const char *end, uint64_t *a, uint64_t *b);
 
 /* ------------------------------------------------------------------------ */
 /* Packet kinds: one list makes the enum and the names used in JSON.        */
