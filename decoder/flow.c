@@ -140,15 +140,18 @@ static bool ignored(int kind)
 	}
 }
 
-/* 1 when a packet of @kind at the head starts an event whose next packet
- * belongs to it (FUP and its TIP or TIP.PGD, OVF and its FUP, MODE.Exec,
- * PIP or VMCS and the TIP of a far transfer, MODE.TSX and its FUP): a CBR
- * between them is read with the event, before it; else 0. */
-static unsigned event_group(int kind)
+/* 1 when the packet @h at the head starts an event whose next packet
+ * belongs to it (FUP and its TIP or TIP.PGD, OVF and the FUP it resolves
+ * at, MODE.Exec, PIP or VMCS and the TIP of a far transfer, MODE.TSX and
+ * its FUP): a CBR between them is read with the event, before it; else 0. */
+static unsigned event_group(const struct pts_flow *f,
+			    const struct pts_packet *h)
 {
-	switch (kind) {
-	case PTS_PKT_FUP: case PTS_PKT_OVF: case PTS_PKT_MODE_EXEC:
-	case PTS_PKT_MODE_TSX: case PTS_PKT_PIP: case PTS_PKT_VMCS:
+	switch (h->kind) {
+	case PTS_PKT_OVF:
+		return pts_flow_ovf_group(f);
+	case PTS_PKT_FUP: case PTS_PKT_MODE_EXEC: case PTS_PKT_MODE_TSX:
+	case PTS_PKT_PIP: case PTS_PKT_VMCS:
 		return 1;
 	default:
 		return 0;
@@ -955,7 +958,7 @@ static void step_enabled(struct pts_flow *f)
 		 * the packets of the event at the head */
 		if (!f->tnt_count && f->cbr_len &&
 		    !(f->psb_stop && f->ip != f->psb_ip) &&
-		    pts_flow_cbr_stop(f, h ? event_group(h->kind) : 0))
+		    pts_flow_cbr_stop(f, h ? event_group(f, h) : 0))
 			return;
 		uint64_t stop = 0;
 		bool have_stop = false, careful = false;
@@ -963,10 +966,18 @@ static void step_enabled(struct pts_flow *f)
 		    h->kind != PTS_PKT_TIP) {
 			switch (h->kind) {
 			case PTS_PKT_PSB:
-				pts_flow_enter_psb(f);
-				return;
 			case PTS_PKT_OVF:
-				pts_flow_overflow(f);
+				/* Short of the last PSB+ FUP's IP, the code
+				 * ran on to it (SDM 36.3.7) before whatever
+				 * the next PSB+ or the overflow says: the walk
+				 * gets there first, and the CBRs after that
+				 * PSB+ are reported there, as libipt does. */
+				if (f->psb_stop && f->ip != f->psb_ip)
+					break;
+				if (h->kind == PTS_PKT_PSB)
+					pts_flow_enter_psb(f);
+				else
+					pts_flow_overflow(f);
 				return;
 			case PKT_ERROR:
 				pts_flow_error(f, (int)(int64_t)h->u.tsc, f->ip);

@@ -180,6 +180,17 @@ static inline const struct pts_packet *pts_flow_peek(const struct pts_flow *f,
 	return i < f->qlen ? &f->q[f->qhead + i] : NULL;
 }
 
+/* How many packets after the OVF at the head a CBR among them is read
+ * with: 1 when a FUP with an IP follows it (the overflow resolves there,
+ * and libipt reports the CBRs before that FUP first), else 0 (libipt
+ * reports the overflow at the OVF, then the CBRs after it). */
+static inline unsigned pts_flow_ovf_group(const struct pts_flow *f)
+{
+	const struct pts_packet *next = pts_flow_peek(f, 1);
+	return next && next->kind == PTS_PKT_FUP &&
+	       next->ipc != PTS_IPC_SUPPRESSED;
+}
+
 /* The head packet; the queue must not be empty. */
 static inline const struct pts_packet *pts_flow_head(const struct pts_flow *f)
 {

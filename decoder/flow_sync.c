@@ -591,9 +591,11 @@ void pts_flow_step_disabled(struct pts_flow *f)
 	struct pts_flow_rec *r;
 	int pge = pge_ahead(f);
 	/* CBRs among the status packets of a TIP.PGE, or between an OVF and
-	 * what follows, come first (libipt reads them with the event) */
+	 * the FUP it resolves at, come first (libipt reads them with the
+	 * event) */
 	if (pts_flow_cbr_stop(f, pge > 0 ? (unsigned)pge
-			      : p->kind == PTS_PKT_OVF ? 1 : 0))
+			      : p->kind == PTS_PKT_OVF ? pts_flow_ovf_group(f)
+						       : 0))
 		return;
 	if (pge >= 0) {
 		if (f->q[f->qhead + (unsigned)pge].ipc == PTS_IPC_SUPPRESSED) {

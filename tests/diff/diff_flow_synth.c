@@ -17,7 +17,7 @@
  * Each scenario sets the synthesizer's options for one feature: return
  * compression on and off (and compressible returns sent as TIP), async
  * events with and without ring 0, TNT-64, an IP filter range, overflows,
- * timing packets.
+ * timing packets, and a storm of CBRs among PSB+ and overflows.
  *
  * usage: diff_flow_synth [INSNS [SEED [ELF...]]]
  *        (default 1000000 instructions, seed 1, bash and libc; exit 77
@@ -33,6 +33,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* timing: 1 timing packets, 2 the same with a CBR after almost every
+ * instruction and a PSB every 512 bytes (PSB+ after PSB+ with no flow
+ * packet between them). */
 struct scenario {
 	const char *name;
 	uint8_t retcomp, user_only, long_tnt, filter, timing;
@@ -51,6 +54,7 @@ static const struct scenario scenarios[] = {
 	{"overflow",        1, 1, 0, 0, 0,    0, 100,    0},
 	{"overflow OS=1",   0, 0, 1, 0, 0,  100, 100,    0},
 	{"timing",          1, 0, 0, 0, 1,   50,   0,    0},
+	{"cbr storm",       1, 1, 0, 0, 2,   50, 100,    0},
 };
 
 /* The middle half of the functions as one filter range (inclusive). */
@@ -80,8 +84,8 @@ static void setup(const struct scenario *sc, const struct pts_image *img,
 	if (sc->timing) {
 		o->tsc = o->mtc = o->cyc = 1;
 		o->cyc_thresh = 2;
-		o->freq_rate = 20;
-		o->psb_period = 2048;
+		o->freq_rate = sc->timing == 2 ? 900000 : 20;
+		o->psb_period = sc->timing == 2 ? 512 : 2048;
 	}
 }
 

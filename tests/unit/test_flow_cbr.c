@@ -11,13 +11,18 @@
  *     queue: all of them, in order;
  *   - CBRs before the first PSB (skipped) and inside PSB+ (status, not a
  *     change): no event;
+ *   - a CBR after an OVF that no FUP resolves: after the overflow;
+ *   - CBRs between two PSB+ with no flow packet between them: at the
+ *     first PSB+'s FUP IP (the walk gets there before the second PSB+);
  *   - a CBR between a TNT and the TIP an indirect branch waits for (TIP
  *     deferral): the walk reads past it (SDM 36.3.1: a frequency change
  *     may come between any two packets), where libipt 2.0.5 fails with a
  *     bad query.
  * With libipt, each trace is also decoded by libipt 2.0.5's pt_insn: the
  * flows must agree, CBR events included, except where the case says.
- * Code: 0x1000 je 0x1002; 0x1002 je 0x1004; 0x1004 nop; 0x1005 jmp rax.
+ * Code: 0x1000 je 0x1002; 0x1002 je 0x1004; 0x1004 nop; 0x1005 jmp rax;
+ * for the PSB+ case: 0x1000 nop; 0x1001 nop; 0x1002 call 0x1010; NOPs;
+ * 0x1011 je 0x1013; 0x1013 jmp rax.
  */
 #include "check.h"
 #include "hand_flow.h"
@@ -33,12 +38,22 @@ static const struct hand_section section = {bytes, sizeof(bytes),
 static const struct hand_code code = {&section, 1};
 static const struct pts_flow_config none;
 
+static const uint8_t call_bytes[] = {
+	0x90, 0x90, 0xe8, 0x09, 0x00, 0x00, 0x00, 0x90, 0x90, 0x90, 0x90,
+	0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x74, 0x00, 0xff, 0xe0};
+static const struct hand_section call_section = {call_bytes,
+						 sizeof(call_bytes), CODE_BASE};
+static const struct hand_code call_code = {&call_section, 1};
+
+/* The code the case at hand runs over. */
+static const struct hand_code *case_code = &code;
+
 /* The flow of @t as text: instruction addresses, "E1000" enabled, "D"
  * disabled (also async), "O" overflow, "K20" a CBR (ratio in hex), "R" an
  * error, "." the end. */
 static void decode(const struct hand_trace *t, char *out, size_t cap)
 {
-	struct pts_image *img = hf_image(&code);
+	struct pts_image *img = hf_image(case_code);
 	struct pts_flow *f = pts_flow_new(&none, img);
 	struct pts_input in = {t->buf, t->len, 0};
 	struct pts_flow_rec recs[16];
@@ -96,7 +111,7 @@ static void expect(const char *label, const struct hand_trace *t,
 {
 	static char flow[8192];
 	decode(t, flow, sizeof(flow));
-	hf_expect(label, flow, want, &code, t, &none, true, libipt_same);
+	hf_expect(label, flow, want, case_code, t, &none, true, libipt_same);
 }
 
 static void cbr(struct hand_trace *t, uint8_t ratio)
@@ -213,6 +228,26 @@ int main(void)
 	disable(&t);
 	expect("ovf, cbr, fup", &t,
 	       "E1000 1000 1002 K26 O 1000 1002 1004 1005 D ", true);
+	/* An OVF that no FUP resolves (tracing off after it): the overflow
+	 * comes at the OVF, the CBRs after it (they were reported before
+	 * the overflow), with tracing on or off before. */
+	for (int off = 0; off < 2; off++) {
+		begin(&t);
+		if (off)
+			ht_put_ip(&t, PTS_PKT_TIP_PGD, CODE_BASE);
+		ht_put_kind(&t, PTS_PKT_OVF);
+		cbr(&t, 0x2b);
+		ht_mode(&t, 1, 0);
+		ht_put_ip(&t, PTS_PKT_TIP_PGE, CODE_BASE);
+		ht_tnt(&t, 0, 2);
+		disable(&t);
+		expect(off ? "off, ovf, cbr, pge" : "ovf, cbr, pge", &t,
+		       off ? "E1000 1000 1002 1004 1005 D O K2b E1000 1000 "
+			     "1002 1004 1005 D "
+			   : "E1000 1000 1002 O K2b E1000 1000 1002 1004 "
+			     "1005 D ",
+		       true);
+	}
 
 	/* After a PSB+ met while walking: at its FUP's IP (libipt's
 	 * events wait for it there), not before the walk gets there. */
@@ -224,6 +259,31 @@ int main(void)
 	cbr(&t, 0x27);
 	disable(&t);
 	expect("after psb+", &t, "E1000 1000 1002 1004 K27 1005 D ", true);
+
+	/* Two PSB+ with no packet for the flow between them, the first
+	 * FUP's IP inside a block, the second's past a direct CALL: the
+	 * CBRs between them come at the first FUP's IP, those after the
+	 * second at its IP (the walk met the second PSB+ short of the
+	 * first FUP's IP and took it at once: both at the second's). */
+	memset(&t, 0, sizeof(t));
+	case_code = &call_code;
+	start(&t, 0);
+	ht_psb(&t);
+	ht_mode(&t, 1, 0);
+	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 1);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	cbr(&t, 0x28);
+	cbr(&t, 0x2a);
+	ht_psb(&t);
+	ht_mode(&t, 1, 0);
+	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 0x10);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	cbr(&t, 0x29);
+	ht_tnt(&t, 0, 1);
+	disable(&t);
+	expect("two psb+, call between", &t,
+	       "E1000 1000 K28 K2a 1001 1002 K29 1010 1011 1013 D ", true);
+	case_code = &code;
 
 	/* More CBRs than wait beside the queue (CBR_CAP, 512) in a row, then
 	 * a FUP, a CBR, a TIP.PGD: the queue takes no more packets until the

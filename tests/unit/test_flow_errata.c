@@ -34,7 +34,7 @@
  *     reported as cut data;
  *   - a PSB+ met while walking: the walk must get to its FUP's IP before
  *     it takes another packet (a TIP.PGD does not bind to a direct branch
- *     on the way);
+ *     on the way, an OVF right after the PSB+ comes at that IP);
  *   - a TIP.PGD right after MODE.TSX and its FUP binds to that FUP only
  *     for an abort;
  *   - a TIP.PGE where tracing stopped is a resume, but not after an
@@ -843,6 +843,21 @@ static void binding_rules(void)
 	 * from the FUP's IP on). */
 	walk_to_psb_fup(0x2001, 0x2000, "psb+ pgd past the jmp",
 			"E4000 4000 1000 2000 2001 D2000 ");
+	/* An OVF right after such a PSB+: the code ran on to the FUP's IP
+	 * (SDM 36.3.7) before the overflow, so the walk gets there first,
+	 * as libipt does (ptscope reported the overflow at once, before
+	 * the JMP at 0x1000 and the NOP). */
+	memset(&t, 0, sizeof(t));
+	start(&t, 0x4000);
+	ht_put_ip(&t, PTS_PKT_TIP, 0x1000);
+	ht_psb(&t);
+	mode64(&t);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x2001);
+	ht_put_kind(&t, PTS_PKT_PSBEND);
+	ht_put_kind(&t, PTS_PKT_OVF);
+	ht_put_ip(&t, PTS_PKT_FUP, 0x4000);
+	disable_and_expect(&t, "ovf after psb+ ahead",
+			   "E4000 4000 1000 2000 O4000 4000 D1000 ", true);
 }
 
 /* The return stack. A CALL where tracing stops (TIP.PGD) pushes nothing:
