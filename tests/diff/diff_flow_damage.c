@@ -121,10 +121,9 @@
  *     among them it fails at that branch too, else it walks on (and
  *     fails only at its next event): its segment goes on past ptscope's
  *     error (first with the [overflow] of an OVF right after the packet
- *     ptscope fails at). When an OVF follows the PSB+, ptscope takes it
- *     at once (what ran up to the overflow is lost; SDM 36.4.2.16) and
- *     libipt walks on, its PSB+ events waiting for the FUP's IP, and
- *     fails at the OVF;
+ *     ptscope fails at). When an OVF follows the PSB+, both walk on
+ *     towards the FUP's IP (the code ran on to it before the overflow)
+ *     and fail (until session 33 ptscope took the overflow at once);
  *   - RULE_PGD_NOIP, kept on purpose (decoder/flow.c, need_tip()): a
  *     TIP.PGD without IP where a near branch needs its packet is a
  *     disable there for ptscope (the windows model shows it as a gap
@@ -2037,19 +2036,6 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 	    ovf_lastip_part(c, lib, a, ours, b, p)) {
 		tot->rules[RULE_OVF_LASTIP]++;
 		return 0;
-	}
-	/* RULE_PSB_FUP_AWAY with an OVF after the PSB+: ptscope's
-	 * [overflow] comes where libipt walks on, and fails at the OVF. */
-	if (p < n && ours->t.v[b->from + p] ==
-			     PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-	    a->end == END_ERROR && kind_at(c->trace, a->off) == PTS_PKT_OVF &&
-	    only_walk(&lib->t, a->from + p, a->to, 0)) {
-		int fup;
-		uint64_t ip;
-		if (after_psb(c->trace, a->off, &fup, &ip) && fup) {
-			tot->rules[RULE_PSB_FUP_AWAY]++;
-			return 0;
-		}
 	}
 	/* RULE_FUP_OVF: libipt's [overflow] comes where ptscope walks on to
 	 * a FUP's IP first; the rest is compared without that walk. */
