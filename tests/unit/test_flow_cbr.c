@@ -134,6 +134,15 @@ static void start(struct hand_trace *t, uint8_t psb_ratio)
 	ht_put_ip(t, PTS_PKT_TIP_PGE, CODE_BASE);
 }
 
+/* PSB+ met while tracing, its FUP at @ip. */
+static void psb_fup(struct hand_trace *t, uint64_t ip)
+{
+	ht_psb(t);
+	ht_mode(t, 1, 0);
+	ht_put_ip(t, PTS_PKT_FUP, ip);
+	ht_put_kind(t, PTS_PKT_PSBEND);
+}
+
 /* Tracing stops at the JMP RAX (TIP.PGD with its target); a PSB+ after
  * it, as libipt (and ptxed) drop a last [disabled] right at the end. */
 static void disable(struct hand_trace *t)
@@ -252,10 +261,7 @@ int main(void)
 	/* After a PSB+ met while walking: at its FUP's IP (libipt's
 	 * events wait for it there), not before the walk gets there. */
 	begin(&t);
-	ht_psb(&t);
-	ht_mode(&t, 1, 0);
-	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 5);
-	ht_put_kind(&t, PTS_PKT_PSBEND);
+	psb_fup(&t, CODE_BASE + 5);
 	cbr(&t, 0x27);
 	disable(&t);
 	expect("after psb+", &t, "E1000 1000 1002 1004 K27 1005 D ", true);
@@ -268,16 +274,10 @@ int main(void)
 	memset(&t, 0, sizeof(t));
 	case_code = &call_code;
 	start(&t, 0);
-	ht_psb(&t);
-	ht_mode(&t, 1, 0);
-	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 1);
-	ht_put_kind(&t, PTS_PKT_PSBEND);
+	psb_fup(&t, CODE_BASE + 1);
 	cbr(&t, 0x28);
 	cbr(&t, 0x2a);
-	ht_psb(&t);
-	ht_mode(&t, 1, 0);
-	ht_put_ip(&t, PTS_PKT_FUP, CODE_BASE + 0x10);
-	ht_put_kind(&t, PTS_PKT_PSBEND);
+	psb_fup(&t, CODE_BASE + 0x10);
 	cbr(&t, 0x29);
 	ht_tnt(&t, 0, 1);
 	disable(&t);
