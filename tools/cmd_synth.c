@@ -172,7 +172,8 @@ static int parse_addr(struct pts_image *img, const char *text, uint64_t *v)
 	if (!sym)
 		return -1;
 	uint64_t off = 0;
-	if (plus && pts_parse_u64(plus + 1, plus + 1 + strlen(plus + 1), &off) < 0)
+	if (plus &&
+	    pts_parse_u64(plus + 1, plus + 1 + strlen(plus + 1), &off) < 0)
 		return -1;
 	*v = sym->addr + off;
 	return 0;
