@@ -43,6 +43,7 @@ static int clock_next_buffer(struct clock_walk *c)
 		}
 	}
 	c->in = (struct pts_input){b->data, (size_t)b->use_size, 0};
+	c->buf_start = c->soff;
 	c->soff += b->use_size;
 	c->j++;
 	return 1;
@@ -89,11 +90,15 @@ uint64_t pts_clockwalk_at(struct clock_walk *c, uint64_t off)
 		struct pts_packet pkt;
 		if (!pull(c, &pkt))
 			break;
+		pts_perf_clock_fetched(&c->clock, pkt.kind);
 		if (is_flow_packet(pkt.kind)) {
 			c->pending = pkt;
 			c->have_pending = 1;
 		} else {
+			/* which thread runs needs no cycle accuracy: no
+			 * measuring ahead, the CBR's ratio */
 			pts_perf_clock_packet(&c->clock, &pkt);
+			c->clock.cal_due = 0;
 		}
 		if (c->on_packet)
 			c->on_packet(c->ctx, c, &pkt);
@@ -144,6 +149,7 @@ static void smp_sync_at(struct clock_walk *c, uint64_t ip)
 	}
 }
 
+/* The next packet perf's decoder fetches: 1, or 0 at the end. */
 static int smp_next(struct clock_walk *c, struct pts_packet *pkt)
 {
 	struct perf_sampler *s = &c->smp;
@@ -151,9 +157,11 @@ static int smp_next(struct clock_walk *c, struct pts_packet *pkt)
 		*pkt = s->la[s->la_head];
 		s->la_head = (s->la_head + 1) % CW_LOOKAHEAD;
 		s->la_len--;
-		return 1;
+	} else if (!pull(c, pkt)) {
+		return 0;
 	}
-	return pull(c, pkt);
+	pts_perf_clock_fetched(&c->clock, pkt->kind);
+	return 1;
 }
 
 /* Puts @pkt, just taken, back in front. */
@@ -162,6 +170,7 @@ static void smp_unget(struct clock_walk *c, const struct pts_packet *pkt)
 	struct perf_sampler *s = &c->smp;
 	if (s->la_len == CW_LOOKAHEAD)
 		return;
+	pts_perf_clock_unfetch(&c->clock);
 	s->la_head = (s->la_head + CW_LOOKAHEAD - 1) % CW_LOOKAHEAD;
 	s->la[s->la_head] = *pkt;
 	s->la_len++;
@@ -230,20 +239,50 @@ static uint64_t smp_psb_fup(struct clock_walk *c)
 	}
 }
 
-/* A timing packet as perf's decoder takes it; TSC (once there is a time)
- * and MTC (once there is a TMA) restart the instruction count behind the
- * estimate. CYC is not modelled (the clock has no CYC timing). */
+/* The stream offset where the buffer holding offset @off ends. */
+static uint64_t buffer_end(const struct clock_walk *c, uint64_t off)
+{
+	if (off >= c->buf_start)
+		return c->soff;
+	uint64_t end = 0;
+	for (uint32_t j = 0; j < c->j && end <= off; j++)
+		end += pts_perf_queue_buffer(c->pc->perf, c->qi, j)->use_size;
+	return end;
+}
+
+/* perf's look ahead from an MTC right after a CYC (at @mtc_off): the
+ * packets after it in its buffer measure the TSC ticks per cycle. perf
+ * stops at the buffer's end; so does this, and after CW_LOOKAHEAD
+ * packets. */
+static void smp_cyc_cal(struct clock_walk *c, uint64_t mtc_off)
+{
+	struct perf_sampler *s = &c->smp;
+	struct pts_perf_cyc_cal cal;
+	const uint64_t end = buffer_end(c, mtc_off);
+	pts_perf_cyc_cal_start(&c->clock, &cal);
+	for (uint32_t i = 0;; i++) {
+		/* no pull past the buffer: the next one would start */
+		if (i >= s->la_len && c->soff == end && c->in.pos >= c->in.size)
+			return;
+		const struct pts_packet *p = smp_peek(c, i);
+		if (!p || p->offset + p->size > end ||
+		    pts_perf_cyc_cal_step(&c->clock, &cal, p))
+			return;
+	}
+}
+
+/* A timing packet (TSC, TMA, MTC, CYC, CBR) as perf's decoder takes it:
+ * some restart the instruction count behind the estimate; an MTC right
+ * after a CYC measures ahead. */
 static void smp_timing(struct clock_walk *c, const struct pts_packet *pkt)
 {
 	struct perf_sampler *s = &c->smp;
-	int restart = 0;
-	if (pkt->kind == PTS_PKT_TSC)
-		restart = c->clock.ref || c->clock.timestamp;
-	else if (pkt->kind == PTS_PKT_MTC)
-		restart = c->clock.have_tma;
-	pts_perf_clock_packet(&c->clock, pkt);
-	if (restart)
+	if (pkt->kind == PTS_PKT_CBR)
+		s->cbr = pkt->u.cbr.ratio;
+	if (pts_perf_clock_packet(&c->clock, pkt))
 		s->insn_cnt = 0;
+	if (c->clock.cal_due)
+		smp_cyc_cal(c, pkt->offset);
 }
 
 /* perf's decode loop from "in sync" (or not yet in sync) up to the next
@@ -260,18 +299,20 @@ static int smp_fetch(struct clock_walk *c)
 		}
 		if (pkt.offset < s->skip_to) {
 			/* where the flow skipped: only time moves */
-			if (pkt.kind == PTS_PKT_CBR)
-				s->cbr = pkt.u.cbr.ratio;
-			else
-				smp_timing(c, &pkt);
+			smp_timing(c, &pkt);
 			continue;
 		}
 		switch (pkt.kind) {
 		case PTS_PKT_TSC: case PTS_PKT_TMA: case PTS_PKT_MTC:
 			smp_timing(c, &pkt);
 			break;
+		case PTS_PKT_CYC:
+			/* perf reads a PSB+ in sync without its CYCs */
+			if (!(s->in_psb && s->synced))
+				smp_timing(c, &pkt);
+			break;
 		case PTS_PKT_CBR:
-			s->cbr = pkt.u.cbr.ratio;
+			smp_timing(c, &pkt);
 			/* in sync, a new ratio is a state of its own */
 			if (s->synced && !s->in_psb && s->cbr != s->cbr_seen)
 				smp_update(c);
@@ -376,11 +417,8 @@ static void smp_fup_done(struct clock_walk *c)
 	s->need_fetch = 1;
 	while (smp_next(c, &pkt)) {
 		switch (pkt.kind) {
-		case PTS_PKT_MTC:
+		case PTS_PKT_MTC: case PTS_PKT_CYC: case PTS_PKT_CBR:
 			smp_timing(c, &pkt);
-			break;
-		case PTS_PKT_CBR:
-			s->cbr = pkt.u.cbr.ratio;
 			break;
 		case PTS_PKT_TIP: case PTS_PKT_TIP_PGD:
 			s->pge = pkt.kind == PTS_PKT_TIP;
@@ -392,7 +430,7 @@ static void smp_fup_done(struct clock_walk *c)
 			smp_estimate(c);
 			return;
 		case PTS_PKT_PIP: case PTS_PKT_MODE_EXEC: case PTS_PKT_VMCS:
-		case PTS_PKT_MNT: case PTS_PKT_PAD: case PTS_PKT_CYC:
+		case PTS_PKT_MNT: case PTS_PKT_PAD:
 			break;
 		default:
 			/* perf: "Missing TIP after FUP", an error; it
@@ -456,10 +494,8 @@ static void smp_psb_done(struct clock_walk *c)
 	while (smp_next(c, &pkt)) {
 		switch (pkt.kind) {
 		case PTS_PKT_TSC: case PTS_PKT_TMA: case PTS_PKT_MTC:
-			smp_timing(c, &pkt);
-			break;
 		case PTS_PKT_CBR:
-			s->cbr = pkt.u.cbr.ratio;
+			smp_timing(c, &pkt);
 			break;
 		case PTS_PKT_FUP:
 			s->pge = 1;
@@ -469,7 +505,7 @@ static void smp_psb_done(struct clock_walk *c)
 			return;
 		case PTS_PKT_PIP: case PTS_PKT_MODE_EXEC: case PTS_PKT_MODE_TSX:
 		case PTS_PKT_VMCS: case PTS_PKT_MNT: case PTS_PKT_PAD:
-		case PTS_PKT_CYC:
+		case PTS_PKT_CYC: /* not read in sync */
 			break;
 		default:
 			/* an unexpected packet in PSB+: perf fails and
@@ -575,6 +611,7 @@ int pts_clockwalk_init(struct clock_walk *c, struct perf_cmd *pc, uint32_t qi)
 			    (double)pc->tc.time_mult;
 		c->smp.maxnt = (uint32_t)((hz + 5e7) / 1e8);
 	}
+	c->clock.max_nonturbo = c->smp.maxnt;
 	return 0;
 }
 

@@ -36,8 +36,11 @@ enum clockwalk_need {
  * errors) also bring the sample time up. TIP.PGE and errors set perf's
  * queue time to an estimate: 2 TSC ticks per instruction since the last
  * TSC/MTC, scaled by max-non-turbo / CBR; otherwise the queue time only
- * moves forward. CYC timing is not modelled. */
-#define CW_LOOKAHEAD 64
+ * moves forward. With CYCs, the clock moves between MTCs as perf's does
+ * (pts_perf_clock), CYCs in a PSB+ read while in sync not counted, and the
+ * ticks per cycle measured by looking ahead from an MTC right after a CYC
+ * (up to CW_LOOKAHEAD packets, within its buffer). */
+#define CW_LOOKAHEAD 256
 
 struct perf_sampler {
 	uint64_t sample;   /* perf's sample_timestamp */
@@ -68,6 +71,7 @@ struct clock_walk {
 	struct perf_cmd *pc;
 	uint32_t qi, j, nr_buffers;
 	uint64_t soff; /* stream offset of buffer j */
+	uint64_t buf_start; /* stream offset of buffer j - 1, being read */
 	struct pts_pkt_decoder *dec;
 	struct pts_input in;
 	struct pts_perf_clock clock;

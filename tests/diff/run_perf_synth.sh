@@ -19,8 +19,9 @@
 # page whose file is not there): both fail there,
 # ptscope goes on at the next PSB while perf fails at each IP up to it; the
 # times after must still agree (they stayed where the error left them).
-# Not covered: CYC (perf's cycle-accurate timing is not modelled). Skips
-# (77) with a message when perf is not installed.
+# The same cases again with CYC (cycle-accurate mode): perf's CYC timing,
+# ticks per cycle measured between MTCs, the CBR's ratio, CBR changes.
+# Skips (77) with a message when perf is not installed.
 #
 #   run_perf_synth.sh PTSCOPE ELF
 set -u
@@ -131,6 +132,21 @@ unmap=0
 run_case kernel_unmapped --insns 20000 --seed 1 --tsc --mtc
 run_case kernel_unmapped_async --insns 20000 --seed 4 --tsc --mtc \
 	--async-rate 5000
+# cycle-accurate: every CYC-eligible packet after a CYC
+run_case cyc_plain --insns 20000 --seed 1 --user-only --tsc --mtc --cyc
+run_case cyc_ratio --insns 20000 --seed 7 --user-only --tsc --mtc --cyc \
+	--tsc-ratio 3:200
+run_case cyc_mtc12 --insns 20000 --seed 6 --user-only --tsc --mtc=12 --cyc \
+	--tsc-ratio 3:250
+run_case cyc_no_mtc --insns 20000 --seed 2 --user-only --tsc --mtc=0 --cyc \
+	--freq-rate 2000
+run_case cyc_freq --insns 20000 --seed 13 --user-only --tsc --mtc --cyc \
+	--freq-rate 3000 --cbr 30
+run_case cyc_async_ovf --insns 20000 --seed 10 --user-only --tsc --mtc --cyc \
+	--async-rate 5000 --ovf-rate 500
+run_case cyc_enclave --insns 20000 --seed 1 --user-only --tsc --mtc --cyc \
+	--enclave "$production" --aex-rate 5000
+run_case cyc_kernel_unmapped --insns 20000 --seed 1 --tsc --mtc --cyc
 timeless=1
 run_case timeless --insns 20000 --seed 16 --user-only --async-rate 5000
 exit $fail

@@ -483,8 +483,10 @@ static void test_tsc(void)
 	CHECK(strcmp(pts_perf_record_name(63), "UNKNOWN") == 0);
 }
 
-static void clock_feed(struct pts_perf_clock *c, int kind, uint64_t a,
-		       uint32_t b)
+/* A packet of @kind as perf's decoder fetches and applies it; returns
+ * whether its instruction count restarts. */
+static int clock_feed(struct pts_perf_clock *c, int kind, uint64_t a,
+		      uint32_t b)
 {
 	struct pts_packet p;
 	memset(&p, 0, sizeof(p));
@@ -493,11 +495,114 @@ static void clock_feed(struct pts_perf_clock *c, int kind, uint64_t a,
 		p.u.tsc = a;
 	else if (kind == PTS_PKT_MTC)
 		p.u.mtc_ctc = (uint8_t)a;
+	else if (kind == PTS_PKT_CYC)
+		p.u.cyc = a;
+	else if (kind == PTS_PKT_CBR)
+		p.u.cbr.ratio = (uint8_t)a;
 	else {
 		p.u.tma.ctc = (uint16_t)a;
 		p.u.tma.fc = (uint16_t)b;
 	}
-	pts_perf_clock_packet(c, &p);
+	pts_perf_clock_fetched(c, kind);
+	return pts_perf_clock_packet(c, &p);
+}
+
+/* One packet of perf's look ahead; returns whether it ended there. */
+static int cal_feed(struct pts_perf_clock *c, struct pts_perf_cyc_cal *cal,
+		    int kind, uint64_t a)
+{
+	struct pts_packet p;
+	memset(&p, 0, sizeof(p));
+	p.kind = (uint8_t)kind;
+	if (kind == PTS_PKT_MTC)
+		p.u.mtc_ctc = (uint8_t)a;
+	else if (kind == PTS_PKT_CYC)
+		p.u.cyc = a;
+	else if (kind == PTS_PKT_CBR)
+		p.u.cbr.ratio = (uint8_t)a;
+	return pts_perf_cyc_cal_step(c, cal, &p);
+}
+
+/* perf 6.1's CYC timing (intel_pt_calc_cyc_timestamp and the look ahead of
+ * intel_pt_calc_cyc_to_tsc): cycles count from the last TSC or MTC right
+ * after a CYC, or from a CBR change; TSC ticks per cycle are measured
+ * from such an MTC to the next one, kept only within 1.25 times the
+ * CBR's max non-turbo / CBR, which serves until then. */
+static void test_clock_cyc(void)
+{
+	struct pts_perf_clock c;
+	struct pts_perf_cyc_cal cal;
+	const uint64_t t0 = 0x100000000ull;
+	memset(&c, 0, sizeof(c));
+	c.tsc_ctc_n = c.tsc_ctc_mult = 100; /* 100 TSC ticks per CTC tick */
+	c.tsc_ctc_d = 1;
+	c.mtc_shift = 3; /* an MTC period: 800 TSC ticks */
+	c.ctc_rem_mask = 7;
+	c.max_nonturbo = 24;
+	pts_perf_clock_buffer(&c, t0 + 0x1000000, 0);
+	CHECK_EQ(clock_feed(&c, PTS_PKT_TSC, t0, 0), 1);
+	clock_feed(&c, PTS_PKT_TMA, 0, 0);
+	/* no reference yet: CYCs count but move nothing */
+	CHECK_EQ(clock_feed(&c, PTS_PKT_CYC, 100, 0), 0);
+	CHECK_EQ(c.timestamp, t0);
+	/* a CBR of 12: 2 ticks a cycle, counted from here */
+	clock_feed(&c, PTS_PKT_CBR, 12, 0);
+	CHECK_EQ(clock_feed(&c, PTS_PKT_CYC, 100, 0), 1);
+	CHECK_EQ(c.timestamp, t0 + 200);
+	clock_feed(&c, PTS_PKT_CYC, 50, 0);
+	CHECK_EQ(c.timestamp, t0 + 300);
+	/* an MTC right after a CYC: the count starts again there, and
+	 * perf measures ahead; 200 cycles to the next such MTC (4 ticks a
+	 * cycle, more than 1.25 x 2) is refused */
+	CHECK_EQ(clock_feed(&c, PTS_PKT_MTC, 1, 0), 1);
+	CHECK_EQ(c.timestamp, t0 + 800);
+	CHECK(c.cal_due);
+	pts_perf_cyc_cal_start(&c, &cal);
+	CHECK(!c.cal_due);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CYC, 200), 0);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_MTC, 2), 1);
+	CHECK(!c.have_cyc_ratio);
+	CHECK_EQ(clock_feed(&c, PTS_PKT_CYC, 100, 0), 1);
+	CHECK_EQ(c.timestamp, t0 + 1000); /* still the CBR's 2 */
+	/* the next one: 640 cycles to the MTC right after a CYC, two
+	 * periods on, 2.5 ticks a cycle: kept (an MTC not right after a CYC
+	 * does not end the look ahead, nor does a CBR of the same ratio) */
+	clock_feed(&c, PTS_PKT_MTC, 2, 0);
+	CHECK_EQ(c.timestamp, t0 + 1600);
+	pts_perf_cyc_cal_start(&c, &cal);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CBR, 12), 0);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_MTC, 3), 0);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CYC, 640), 0);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_MTC, 4), 1);
+	CHECK(c.have_cyc_ratio);
+	clock_feed(&c, PTS_PKT_CYC, 101, 0);
+	CHECK_EQ(c.timestamp, t0 + 1600 + 252); /* 252.5, truncated */
+	/* a CYC never takes the time back (perf suppresses it) */
+	clock_feed(&c, PTS_PKT_MTC, 4, 0);
+	CHECK_EQ(c.timestamp, t0 + 3200);
+	CHECK_EQ(c.cycle_cnt, 0);
+	pts_perf_cyc_cal_start(&c, &cal);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CYC, 10), 0);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_TSC, 0), 1); /* MTCs only */
+	CHECK(!c.have_cyc_ratio);
+	/* a TSC right after a CYC restarts the count too, measuring
+	 * nothing */
+	clock_feed(&c, PTS_PKT_CYC, 10, 0);
+	CHECK_EQ(c.timestamp, t0 + 3220);
+	clock_feed(&c, PTS_PKT_TSC, t0 + 4000, 0);
+	CHECK(!c.cal_due);
+	CHECK_EQ(c.cyc_ref, t0 + 4000);
+	clock_feed(&c, PTS_PKT_CYC, 5, 0);
+	CHECK_EQ(c.timestamp, t0 + 4010);
+	/* a CBR change in the look ahead ends it */
+	clock_feed(&c, PTS_PKT_TMA, 0, 0);
+	clock_feed(&c, PTS_PKT_CYC, 5, 0);
+	clock_feed(&c, PTS_PKT_MTC, 6, 0);
+	CHECK(c.cal_due);
+	pts_perf_cyc_cal_start(&c, &cal);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CBR, 12), 0);
+	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CBR, 24), 1);
+	CHECK(!c.have_cyc_ratio);
 }
 
 /* A TSC behind the time is a wrap of the 56-bit counter only when the
@@ -652,6 +757,7 @@ int main(void)
 	test_flips();
 	test_tsc();
 	test_clock_wrap();
+	test_clock_cyc();
 	test_overlap();
 	test_snapshot_overlap();
 	return pts_check_exit();

@@ -608,10 +608,15 @@ uint32_t pts_perf_queue_losses(const struct pts_perf *perf, uint32_t i,
  * TSC packets set the time (the first one after a buffer start is
  * extended with the buffer's reference TSC, later ones with the running
  * time); TMA + MTC packets advance it in CTC steps converted with the
- * TSC:CTC ratio, never backwards. CYC and CBR are not used (perf uses CYC
- * only with cycle-accurate mode, which this does not model). Feed every
- * packet of one queue in stream order; pts_perf_clock_buffer() at each
- * buffer that does not continue the previous one.
+ * TSC:CTC ratio, never backwards. With cycle-accurate mode, CYCs move it
+ * between them: cycles since the last TSC or MTC that came right after a
+ * CYC, times TSC ticks per cycle, either measured up to the next MTC that
+ * comes right after a CYC (pts_perf_cyc_cal, from such an MTC only, as
+ * perf measures) or max non-turbo / CBR. Feed every packet of one queue
+ * perf's decoder fetches to pts_perf_clock_fetched(), in stream order, and
+ * the timing ones it applies (TSC, TMA, MTC, CYC, CBR) then to
+ * pts_perf_clock_packet(); pts_perf_clock_buffer() at each buffer that
+ * does not continue the previous one.
  */
 struct pts_perf_clock {
 	uint64_t timestamp;     /* current TSC (0: none yet) */
@@ -623,9 +628,23 @@ struct pts_perf_clock {
 	uint64_t tsc_ctc_n, tsc_ctc_d, tsc_ctc_mult;
 	uint32_t last_mtc, ctc_rem_mask;
 	uint8_t mtc_shift, have_tma, fixup_last_mtc;
+	/* CYC: the time at the last TSC/MTC right after a CYC (0: none yet)
+	 * and the cycles counted since; TSC ticks per cycle, measured
+	 * (@have_cyc_ratio) or from the CBR (@cbr 0: none yet). */
+	uint8_t have_cyc_ratio, cbr;
+	/* An MTC right after a CYC was just applied: the caller measures
+	 * the ratio ahead (pts_perf_cyc_cal_*) before the next packet. */
+	uint8_t cal_due;
+	/* The kinds of the last three packets fetched (PADs not counted):
+	 * [0] the one being applied, [1] the one before. */
+	uint8_t fetched[3];
+	uint64_t cyc_ref, cycle_cnt;
+	double cyc_ratio, cbr_ratio;
+	double max_nonturbo; /* from the capture (or its TSC frequency) */
 };
 
-/* Sets up @c with the PT event's MTC period and the TSC:CTC ratio. */
+/* Sets up @c with the PT event's MTC period, the TSC:CTC ratio and the
+ * max non-turbo ratio. */
 void pts_perf_clock_init(struct pts_perf_clock *c, const struct pts_perf *perf);
 /* A buffer starts. Its reference (the TSC when perf wrote it out) bounds
  * the times in it: a TSC packet behind the time is a wrap of the 56-bit
@@ -634,9 +653,35 @@ void pts_perf_clock_init(struct pts_perf_clock *c, const struct pts_perf *perf);
  * extends the next TSC packet. */
 void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference,
 			   int consecutive);
-/* Applies one packet (only TSC, TMA and MTC change the time). */
-void pts_perf_clock_packet(struct pts_perf_clock *c,
-			   const struct pts_packet *pkt);
+/* perf's decoder fetched a packet of @kind (perf's last_packet_type: a TSC
+ * or MTC right after a CYC restarts the cycle count); PADs do not count.
+ * pts_perf_clock_unfetch() takes the last one back (a packet put back
+ * unread). */
+void pts_perf_clock_fetched(struct pts_perf_clock *c, int kind);
+void pts_perf_clock_unfetch(struct pts_perf_clock *c);
+/* Applies one packet (TSC, TMA, MTC, CYC and CBR change the clock).
+ * Returns 1 when perf restarts its count of instructions since the time
+ * moved (a TSC with a time to extend it, an MTC after a TMA, a CYC with a
+ * ratio), else 0. */
+int pts_perf_clock_packet(struct pts_perf_clock *c,
+			  const struct pts_packet *pkt);
+
+/* perf's measurement of TSC ticks per cycle from an MTC right after a CYC
+ * (c->cal_due): the packets after it, in its buffer, go to
+ * pts_perf_cyc_cal_step() until it returns 1, which then set the clock's
+ * ratio if the measurement held (at most 1.25 times the CBR's). A
+ * measurement cut short (the buffer ends, a bad packet) sets nothing. */
+struct pts_perf_cyc_cal {
+	uint64_t cycle_cnt, ctc_timestamp, ctc_delta, timestamp;
+	uint32_t last_mtc;
+	uint8_t have_tma, fixup_last_mtc, cbr, last_kind;
+	double cbr_ratio;
+};
+void pts_perf_cyc_cal_start(struct pts_perf_clock *c,
+			    struct pts_perf_cyc_cal *cal);
+int pts_perf_cyc_cal_step(struct pts_perf_clock *c,
+			  struct pts_perf_cyc_cal *cal,
+			  const struct pts_packet *pkt);
 
 /* ------------------------------------------------------------------------ */
 /* Writing: a minimal perf.data around one raw PT stream.                   */
