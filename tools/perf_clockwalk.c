@@ -292,6 +292,10 @@ static int smp_fetch(struct clock_walk *c)
 	struct perf_sampler *s = &c->smp;
 	struct pts_packet pkt;
 	while (smp_next(c, &pkt)) {
+		if (s->fetch_to && pkt.offset >= s->fetch_to) {
+			smp_unget(c, &pkt);
+			return 0;
+		}
 		if (s->nopsb) {
 			if (pkt.kind != PTS_PKT_PSB)
 				continue; /* perf scans for a PSB first */
@@ -566,13 +570,20 @@ uint64_t pts_clockwalk_event(struct clock_walk *c, int async_done)
 	return c->stamp;
 }
 
-uint64_t pts_clockwalk_error(struct clock_walk *c)
+uint64_t pts_clockwalk_error(struct clock_walk *c, uint64_t off)
 {
 	struct perf_sampler *s = &c->smp;
 	/* an error before any instruction of the stretch (no code at the
-	 * TIP.PGE's IP): perf has read up to that packet, its TSC included */
-	if (s->need_fetch)
+	 * TIP.PGE's IP): perf has read up to that packet, its TSC included.
+	 * Resyncing after an error, no further: where perf takes the flow
+	 * again, the flow's next run says (an IP on the way matches none:
+	 * perf fails there too). */
+	if (s->need_fetch) {
+		s->fetch_to = s->resync ? off + 1 : 0;
+		s->resync_ip = 0;
 		smp_fetch(c);
+		s->fetch_to = 0;
+	}
 	smp_update(c);
 	smp_estimate(c);
 	if (!s->synced)

@@ -49,6 +49,7 @@ struct perf_sampler {
 	uint64_t psb_fup_ip; /* the FUP in the PSB+ being read (0: none) */
 	uint64_t resync_ip; /* resync: where the flow goes on */
 	uint64_t skip_to;   /* packets before: timing only (skipped) */
+	uint64_t fetch_to;  /* packets from here on wait (0: none) */
 	struct pts_packet cur; /* the fetched flow packet instructions use */
 	/* Packets read ahead (perf looks into PSB+ for its FUP). */
 	struct pts_packet la[CW_LOOKAHEAD];
@@ -106,11 +107,11 @@ void pts_clockwalk_run(struct clock_walk *c, const uint64_t *ips,
  * the IP of an asynchronous FUP (async branch or disable), whose TIP or
  * TIP.PGD perf then reads. Returns the time of the event. */
 uint64_t pts_clockwalk_event(struct clock_walk *c, int async_done);
-/* An error of the flow, which goes on at the next run: perf fails too and
- * syncs again at the next IP packet, and at the next, ... until one takes
- * it where the flow goes on (each failure an error state of its own).
- * Returns the time of the error. */
-uint64_t pts_clockwalk_error(struct clock_walk *c);
+/* An error of the flow at stream offset @off, which goes on at the next
+ * run: perf fails too and syncs again at the next IP packet, and at the
+ * next, ... until one takes it where the flow goes on (each failure an
+ * error state of its own). Returns the time of the error. */
+uint64_t pts_clockwalk_error(struct clock_walk *c, uint64_t off);
 /* The flow skipped the bytes up to stream offset @end (to a PSB, after an
  * error or lost sync): it goes on at a packet from @end on. perf, failing
  * at every IP in between, cannot sync there either; only the timing

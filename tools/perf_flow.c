@@ -161,7 +161,7 @@ static void locate(struct queue_flow *f, const struct pts_flow_rec *r)
 	if (r->kind == PTS_FLOW_INSNS) {
 		pts_clockwalk_run(&f->clock, r->ips, r->n, run_need(f, r), &t);
 	} else if (r->kind == PTS_FLOW_ERROR) {
-		t.head = t.body = t.last = pts_clockwalk_error(&f->clock);
+		t.head = t.body = t.last = pts_clockwalk_error(&f->clock, r->offset);
 	} else {
 		int async = r->kind == PTS_FLOW_EVENT &&
 			    (r->type == PTS_EV_ASYNC_BRANCH ||
