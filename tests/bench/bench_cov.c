@@ -110,7 +110,14 @@ static int blk_event(struct pt_block_decoder *d, struct blk_cov *b,
 		status = pt_blk_event(d, &ev, sizeof(ev));
 		if (status < 0)
 			break;
-		if (ev.type == ptev_async_disabled && b->on) {
+		if (ev.type == ptev_enabled && !b->on) {
+			/* tracing starts here, even when it stops again
+			 * before any instruction (a block of none) */
+			blk_edge(b, PTS_COV_OFF, ev.variant.enabled.ip);
+			b->on = 1;
+			b->pending = 0;
+			b->last = ev.variant.enabled.ip;
+		} else if (ev.type == ptev_async_disabled && b->on) {
 			if (b->pending)
 				blk_edge(b, b->last, ev.variant.async_disabled.at);
 			b->pending = 0;
