@@ -79,35 +79,6 @@ static int pull(struct clock_walk *c, struct pts_packet *pkt)
 	return 0;
 }
 
-uint64_t pts_clockwalk_at(struct clock_walk *c, uint64_t off)
-{
-	while (!c->ended) {
-		if (c->have_pending) {
-			if (c->pending.offset > off)
-				break;
-			c->have_pending = 0;
-		}
-		struct pts_packet pkt;
-		if (!pull(c, &pkt))
-			break;
-		pts_perf_clock_fetched(&c->clock, pkt.kind);
-		if (is_flow_packet(pkt.kind)) {
-			c->pending = pkt;
-			c->have_pending = 1;
-		} else {
-			/* which thread runs needs no cycle accuracy: no
-			 * measuring ahead, the CBR's ratio */
-			pts_perf_clock_packet(&c->clock, &pkt);
-			c->clock.cal_due = 0;
-		}
-		if (c->on_packet)
-			c->on_packet(c->ctx, c, &pkt);
-	}
-	if (c->clock.timestamp > c->stamp)
-		c->stamp = c->clock.timestamp;
-	return c->stamp;
-}
-
 /* ------------------------------------------------------------------------ */
 /* perf's sample time (perf_clockwalk.h, struct perf_sampler).               */
 
@@ -598,6 +569,36 @@ uint64_t pts_clockwalk_error(struct clock_walk *c, uint64_t off)
 void pts_clockwalk_skip(struct clock_walk *c, uint64_t end)
 {
 	c->smp.skip_to = end;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The time at an offset (pts_clockwalk_at).                                */
+
+uint64_t pts_clockwalk_at(struct clock_walk *c, uint64_t off)
+{
+	while (!c->ended) {
+		if (c->have_pending) {
+			if (c->pending.offset > off)
+				break;
+			c->have_pending = 0;
+		}
+		struct pts_packet pkt;
+		if (!smp_next(c, &pkt))
+			break;
+		if (is_flow_packet(pkt.kind)) {
+			c->pending = pkt;
+			c->have_pending = 1;
+		} else {
+			pts_perf_clock_packet(&c->clock, &pkt);
+			if (c->clock.cal_due)
+				smp_cyc_cal(c, pkt.offset);
+		}
+		if (c->on_packet)
+			c->on_packet(c->ctx, c, &pkt);
+	}
+	if (c->clock.timestamp > c->stamp)
+		c->stamp = c->clock.timestamp;
+	return c->stamp;
 }
 
 int pts_clockwalk_init(struct clock_walk *c, struct perf_cmd *pc, uint32_t qi)
