@@ -231,9 +231,11 @@
  *     also terminates PSB+" (SDM 36.4.2.18, pt-sgx-facts.md): ptscope
  *     passes over the PSBEND and resumes at the FUP or TIP.PGE after it
  *     (SDM 36.4.2.16); libipt 2.0.5 fails at the PSBEND with
- *     -pte_bad_context. The flows agree up to ptscope's [overflow]. The
- *     same for a stray PSBEND right after an OVF outside PSB+ (a PSBEND
- *     outside PSB+ means nothing to either decoder elsewhere);
+ *     -pte_bad_context. The flows agree up to ptscope's [overflow]
+ *     (and, when ptscope fails later past the PSB libipt syncs at next,
+ *     from that PSB on). The same for a stray PSBEND right after an OVF
+ *     outside PSB+ (a PSBEND outside PSB+ means nothing to either decoder
+ *     elsewhere);
  *   - RULE_FUP_OVF: a FUP, then an OVF in place of its TIP or TIP.PGD
  *     (lost in the overflow). The FUP gives the IP the code got to (SDM
  *     36.4.2.6): ptscope walks there, then reports the overflow; libipt
@@ -1941,6 +1943,19 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 			const struct seg *a, const struct flow *ours,
 			const struct seg *b, struct totals *tot);
 
+/* RULE_OVF_IN_PSB: libipt's segment @a ends at a PSBEND right after an
+ * OVF (-pte_bad_context), where ptscope's @b, equal for all of @a's @p
+ * tokens, reports the [overflow] and goes on. */
+static int ovf_in_psb(const struct dcase *c, const struct seg *a,
+		      const struct flow *ours, const struct seg *b, size_t p)
+{
+	size_t la = a->to - a->from, lb = b->to - b->from;
+	return a->end == END_ERROR && a->err == -pte_bad_context && p == la &&
+	       la < lb &&
+	       ours->t.v[b->from + la] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
+	       ovf_ends_psb(c->trace, a->off);
+}
+
 /* RULE_NEW_PACKET past a PSB: libipt, stopped at @a's packet that it
  * does not know, syncs at the next PSB, which ptscope's walk crosses with
  * the state it had (pending TNT bits, return stack). ptscope decodes the
@@ -2256,6 +2271,13 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 				tot->rules[RULE_NEW_PACKET]++;
 				return 0;
 			}
+			/* RULE_OVF_IN_PSB with ptscope failing past the PSB
+			 * libipt syncs at next: from there they agree */
+			if (ovf_in_psb(c, a, ours, b, p) &&
+			    agree_from_next_psb(c, lib, a, tot)) {
+				tot->rules[RULE_OVF_IN_PSB]++;
+				return 0;
+			}
 			report(c, lib, a, ours, b, n, "both fail, but a PSB "
 			       "lies between the errors");
 			return 1;
@@ -2286,10 +2308,7 @@ static int compare_pair(const struct dcase *c, const struct flow *lib,
 		tot->rules[RULE_END_KIND]++;
 		return 0;
 	}
-	if (a->end == END_ERROR && a->err == -pte_bad_context && p == la &&
-	    la < lb &&
-	    ours->t.v[b->from + la] == PTS_TOK_EVENT(PTS_TOK_OVERFLOW) &&
-	    ovf_ends_psb(c->trace, a->off)) {
+	if (ovf_in_psb(c, a, ours, b, p)) {
 		tot->rules[RULE_OVF_IN_PSB]++;
 		return 0;
 	}
