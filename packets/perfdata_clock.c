@@ -149,11 +149,11 @@ static int on_cyc(struct pts_perf_clock *c, uint64_t cycles)
 		ratio = c->cbr_ratio;
 	else
 		return 0;
-	/* as perf computes it: in double, truncated */
-	uint64_t t = (uint64_t)((double)c->cyc_ref +
-				(double)c->cycle_cnt * ratio);
-	if (t >= c->timestamp)
-		c->timestamp = t;
+	/* as perf computes it: in double, truncated; a time past 2^64 (a
+	 * damaged CYC) has no integer, and the time stays */
+	double t = (double)c->cyc_ref + (double)c->cycle_cnt * ratio;
+	if (t < 18446744073709551616.0 && (uint64_t)t >= c->timestamp)
+		c->timestamp = (uint64_t)t;
 	return 1;
 }
 

@@ -12,7 +12,10 @@
  *   inside COMPRESSED records, inside the decompressed stream); a queue's
  *   bytes are the sum of its slices.
  * zstd-compressed inputs (seeds zstd-*.data) reach the inflate path and the
- * walk into COMPRESSED records.
+ * walk into COMPRESSED records. Each queue's packets also go through perf's
+ * clock (pts_perf_clock), its CYC measurement fed the packets after each
+ * MTC that asks for one, as `perf flow` feeds them: no CYC or MTC takes
+ * the time back.
  */
 #include "fuzz_target.h"
 
@@ -62,6 +65,11 @@ static void decode_queue(const struct pts_perf *perf, uint32_t qi,
 	if (!dec)
 		return;
 	uint64_t bytes = 0;
+	struct pts_perf_clock clock;
+	struct pts_perf_cyc_cal cal;
+	int measuring = 0;
+	pts_perf_clock_init(&clock, perf);
+	clock.max_nonturbo = 24;
 	for (uint32_t j = 0; j < q->nr_buffers; j++) {
 		const struct pts_perf_buffer *b = pts_perf_queue_buffer(perf, qi, j);
 		REQUIRE(b != NULL);
@@ -76,6 +84,8 @@ static void decode_queue(const struct pts_perf *perf, uint32_t qi,
 		bytes += b->use_size;
 		if (j > 0 && !b->consecutive)
 			pts_pkt_reset(dec, bytes - b->use_size, 0);
+		pts_perf_clock_buffer(&clock, b->reference,
+				      j > 0 && b->consecutive);
 		struct pts_input in = {b->data, (size_t)b->use_size, 0};
 		struct pts_packet pkt;
 		int stuck = 0;
@@ -83,10 +93,24 @@ static void decode_queue(const struct pts_perf *perf, uint32_t qi,
 			int rc = pts_pkt_next(dec, &in, &pkt);
 			if (rc == -PTS_ERR_AGAIN || rc == -PTS_ERR_EOS)
 				break;
-			if (rc > 0)
+			if (rc > 0) {
 				stuck = 0;
-			else
+				measuring = measuring &&
+					    !pts_perf_cyc_cal_step(&clock, &cal,
+								   &pkt);
+				uint64_t before = clock.timestamp;
+				pts_perf_clock_fetched(&clock, pkt.kind);
+				pts_perf_clock_packet(&clock, &pkt);
+				if (pkt.kind == PTS_PKT_CYC ||
+				    pkt.kind == PTS_PKT_MTC)
+					REQUIRE(clock.timestamp >= before);
+				if (clock.cal_due) {
+					pts_perf_cyc_cal_start(&clock, &cal);
+					measuring = 1;
+				}
+			} else {
 				REQUIRE(++stuck < 64);
+			}
 		}
 	}
 	REQUIRE(bytes == q->bytes);

@@ -603,6 +603,15 @@ static void test_clock_cyc(void)
 	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CBR, 12), 0);
 	CHECK_EQ(cal_feed(&c, &cal, PTS_PKT_CBR, 24), 1);
 	CHECK(!c.have_cyc_ratio);
+	/* a damaged CYC of 2^61 cycles: no time past 2^64 (no integer) */
+	const uint64_t before = c.timestamp;
+	clock_feed(&c, PTS_PKT_CYC, 1ull << 61, 0);
+	clock_feed(&c, PTS_PKT_CYC, 1ull << 61, 0);
+	CHECK(c.timestamp >= before);
+	clock_feed(&c, PTS_PKT_CBR, 1, 0); /* 24 ticks a cycle */
+	const uint64_t at_cbr = c.timestamp;
+	CHECK_EQ(clock_feed(&c, PTS_PKT_CYC, 1ull << 61, 0), 1);
+	CHECK_EQ(c.timestamp, at_cbr);
 }
 
 /* A TSC behind the time is a wrap of the 56-bit counter only when the
