@@ -221,24 +221,37 @@ static uint64_t buffer_end(const struct clock_walk *c, uint64_t off)
 	return end;
 }
 
-/* perf's look ahead from an MTC right after a CYC (at @mtc_off): the
- * packets after it in its buffer measure the TSC ticks per cycle. perf
- * stops at the buffer's end; so does this, and after CW_LOOKAHEAD
- * packets. */
-static void smp_cyc_cal(struct clock_walk *c, uint64_t mtc_off)
+/* perf's look ahead from the MTC @mtc right after a CYC: the packets
+ * after it in its buffer measure the TSC ticks per cycle, up to the
+ * buffer's end (perf reads no further): those read ahead already, then
+ * the buffer's bytes not decoded yet (by kind and payload: no last-IP is
+ * needed). */
+static void smp_cyc_cal(struct clock_walk *c, const struct pts_packet *mtc)
 {
 	struct perf_sampler *s = &c->smp;
 	struct pts_perf_cyc_cal cal;
-	const uint64_t end = buffer_end(c, mtc_off);
+	const uint64_t end = buffer_end(c, mtc->offset);
+	uint64_t next = mtc->offset + mtc->size;
 	pts_perf_cyc_cal_start(&c->clock, &cal);
-	for (uint32_t i = 0;; i++) {
-		/* no pull past the buffer: the next one would start */
-		if (i >= s->la_len && c->soff == end && c->in.pos >= c->in.size)
-			return;
-		const struct pts_packet *p = smp_peek(c, i);
-		if (!p || p->offset + p->size > end ||
+	for (uint32_t i = 0; i < s->la_len; i++) {
+		const struct pts_packet *p =
+			&s->la[(s->la_head + i) % CW_LOOKAHEAD];
+		if (p->offset + p->size > end ||
 		    pts_perf_cyc_cal_step(&c->clock, &cal, p))
 			return;
+		next = p->offset + p->size;
+	}
+	/* on in the buffer being read, where the decoder goes on (not when
+	 * it holds bytes back: a packet cut by the buffer's end) */
+	size_t pos = c->in.pos;
+	if (c->soff != end || c->buf_start + pos != next)
+		return;
+	while (pos < c->in.size) {
+		struct pts_packet p;
+		int n = pts_pkt_parse(c->in.data + pos, c->in.size - pos, 0, &p);
+		if (n <= 0 || pts_perf_cyc_cal_step(&c->clock, &cal, &p))
+			return;
+		pos += (size_t)n;
 	}
 }
 
@@ -253,7 +266,7 @@ static void smp_timing(struct clock_walk *c, const struct pts_packet *pkt)
 	if (pts_perf_clock_packet(&c->clock, pkt))
 		s->insn_cnt = 0;
 	if (c->clock.cal_due)
-		smp_cyc_cal(c, pkt->offset);
+		smp_cyc_cal(c, pkt);
 }
 
 /* perf's decode loop from "in sync" (or not yet in sync) up to the next
@@ -591,7 +604,7 @@ uint64_t pts_clockwalk_at(struct clock_walk *c, uint64_t off)
 		} else {
 			pts_perf_clock_packet(&c->clock, &pkt);
 			if (c->clock.cal_due)
-				smp_cyc_cal(c, pkt.offset);
+				smp_cyc_cal(c, &pkt);
 		}
 		if (c->on_packet)
 			c->on_packet(c->ctx, c, &pkt);

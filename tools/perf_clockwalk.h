@@ -39,8 +39,8 @@ enum clockwalk_need {
  * moves forward. With CYCs, the clock moves between MTCs as perf's does
  * (pts_perf_clock), CYCs in a PSB+ read while in sync not counted, and the
  * ticks per cycle measured by looking ahead from an MTC right after a CYC
- * (up to CW_LOOKAHEAD packets, within its buffer). */
-#define CW_LOOKAHEAD 256
+ * (within its buffer, as perf does). */
+#define CW_LOOKAHEAD 64
 
 struct perf_sampler {
 	uint64_t sample;   /* perf's sample_timestamp */
