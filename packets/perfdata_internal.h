@@ -140,12 +140,15 @@ struct pts_perf {
 };
 
 /* The bytes at record position @pos: in the file, or past its end in the
- * decompressed stream of COMPRESSED records. */
+ * decompressed stream of COMPRESSED records; without one, the file's end
+ * (a record whose data the file does not hold: its size says so). */
 static inline const uint8_t *pts_perf_at(const struct pts_perf *perf,
 					 uint64_t pos)
 {
-	return pos < perf->size ? perf->data + pos
-				: perf->zdata + (pos - perf->size);
+	if (pos < perf->size)
+		return perf->data + pos;
+	return perf->zdata ? perf->zdata + (pos - perf->size)
+			   : perf->data + perf->size;
 }
 
 /* Fills @err (may be NULL) with a formatted one-line message.
