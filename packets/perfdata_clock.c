@@ -26,7 +26,15 @@ void pts_perf_clock_init(struct pts_perf_clock *c, const struct pts_perf *perf)
 	if (pts_perf_pt_config(perf, &cfg) == 0)
 		c->mtc_shift = cfg.mtc_period;
 	c->ctc_rem_mask = (1u << c->mtc_shift) - 1;
-	c->max_nonturbo = (double)info.max_nonturbo_ratio;
+	c->max_nonturbo = (uint32_t)info.max_nonturbo_ratio;
+	struct pts_perf_time_conv tc;
+	if (!c->max_nonturbo && pts_perf_time_conv(perf, &tc) == 0 &&
+	    tc.valid && tc.time_mult && tc.time_shift < 64) {
+		/* perf: TSC frequency / 100 MHz, rounded */
+		double hz = 1e9 * (double)(1ull << tc.time_shift) /
+			    (double)tc.time_mult;
+		c->max_nonturbo = (uint32_t)((hz + 5e7) / 1e8);
+	}
 }
 
 void pts_perf_clock_buffer(struct pts_perf_clock *c, uint64_t reference,
@@ -158,13 +166,14 @@ static int on_cyc(struct pts_perf_clock *c, uint64_t cycles)
 }
 
 /* A new CBR: CYCs count from here at the new frequency (perf 6.1.27 on:
- * "Fix CYC timestamps after standalone CBR"). */
+ * "Fix CYC timestamps after standalone CBR"); a CBR of 0 gives them
+ * none. */
 static void on_cbr(struct pts_perf_clock *c, uint8_t cbr)
 {
-	if (c->cbr == cbr || !cbr)
+	if (c->cbr == cbr)
 		return;
 	c->cbr = cbr;
-	c->cbr_ratio = c->max_nonturbo / cbr;
+	c->cbr_ratio = cbr ? (double)c->max_nonturbo / cbr : 0;
 	c->cyc_ref = c->timestamp;
 	c->cycle_cnt = 0;
 }
@@ -284,7 +293,8 @@ static int cal_packet(struct pts_perf_clock *c, struct pts_perf_cyc_cal *cal,
 		if (cal->cbr && cal->cbr != pkt->u.cbr.ratio)
 			return 1;
 		cal->cbr = pkt->u.cbr.ratio;
-		cal->cbr_ratio = cal->cbr ? c->max_nonturbo / cal->cbr : 0;
+		cal->cbr_ratio =
+			cal->cbr ? (double)c->max_nonturbo / cal->cbr : 0;
 		return 0;
 	default:
 		/* TSC and TMA (perf measures from MTCs only), TIP.PGD,

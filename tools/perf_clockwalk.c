@@ -87,7 +87,7 @@ static void smp_update(struct clock_walk *c)
 {
 	struct perf_sampler *s = &c->smp;
 	s->sample = c->clock.timestamp;
-	s->cbr_seen = s->cbr;
+	s->cbr_seen = c->clock.cbr;
 	if (s->sample > c->stamp)
 		c->stamp = s->sample;
 }
@@ -100,8 +100,9 @@ static void smp_estimate(struct clock_walk *c)
 {
 	struct perf_sampler *s = &c->smp;
 	uint64_t est = s->insn_cnt << 1;
-	if (s->cbr && s->maxnt)
-		est = est * s->maxnt / s->cbr;
+	const struct pts_perf_clock *k = &c->clock;
+	if (k->cbr && k->max_nonturbo)
+		est = est * k->max_nonturbo / k->cbr;
 	c->stamp = s->sample + est;
 }
 
@@ -261,8 +262,6 @@ static void smp_cyc_cal(struct clock_walk *c, const struct pts_packet *mtc)
 static void smp_timing(struct clock_walk *c, const struct pts_packet *pkt)
 {
 	struct perf_sampler *s = &c->smp;
-	if (pkt->kind == PTS_PKT_CBR)
-		s->cbr = pkt->u.cbr.ratio;
 	if (pts_perf_clock_packet(&c->clock, pkt))
 		s->insn_cnt = 0;
 	if (c->clock.cal_due)
@@ -302,7 +301,8 @@ static int smp_fetch(struct clock_walk *c)
 		case PTS_PKT_CBR:
 			smp_timing(c, &pkt);
 			/* in sync, a new ratio is a state of its own */
-			if (s->synced && !s->in_psb && s->cbr != s->cbr_seen)
+			if (s->synced && !s->in_psb &&
+			    c->clock.cbr != s->cbr_seen)
 				smp_update(c);
 			break;
 		case PTS_PKT_PSB:
@@ -626,17 +626,6 @@ int pts_clockwalk_init(struct clock_walk *c, struct perf_cmd *pc, uint32_t qi)
 		return -PTS_ERR_NOMEM;
 	pts_perf_clock_init(&c->clock, pc->perf);
 	clock_next_buffer(c);
-	struct pts_perf_pt_info info;
-	if (pts_perf_pt_info(pc->perf, &info) == 0)
-		c->smp.maxnt = (uint32_t)info.max_nonturbo_ratio;
-	if (!c->smp.maxnt && pc->tc.valid && pc->tc.time_mult &&
-	    pc->tc.time_shift < 64) {
-		/* perf: TSC frequency / 100 MHz, rounded */
-		double hz = 1e9 * (double)(1ull << pc->tc.time_shift) /
-			    (double)pc->tc.time_mult;
-		c->smp.maxnt = (uint32_t)((hz + 5e7) / 1e8);
-	}
-	c->clock.max_nonturbo = c->smp.maxnt;
 	return 0;
 }
 

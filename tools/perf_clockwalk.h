@@ -55,10 +55,9 @@ struct perf_sampler {
 	struct pts_packet la[CW_LOOKAHEAD];
 	uint32_t la_head, la_len;
 	uint32_t tnt_left;
-	uint32_t maxnt;    /* max non-turbo ratio */
 	uint8_t have_cur, tnt_used, need_fetch;
 	uint8_t nopsb, synced, in_psb, psb_wait, pge, resync;
-	uint8_t cbr, cbr_seen;
+	uint8_t cbr_seen; /* the clock's CBR at the last state */
 };
 
 /* perf's times for one run (pts_clockwalk_run): instruction i of @n gets

@@ -69,7 +69,6 @@ static void decode_queue(const struct pts_perf *perf, uint32_t qi,
 	struct pts_perf_cyc_cal cal;
 	int measuring = 0;
 	pts_perf_clock_init(&clock, perf);
-	clock.max_nonturbo = 24;
 	for (uint32_t j = 0; j < q->nr_buffers; j++) {
 		const struct pts_perf_buffer *b = pts_perf_queue_buffer(perf, qi, j);
 		REQUIRE(b != NULL);

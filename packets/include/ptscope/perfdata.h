@@ -628,19 +628,22 @@ struct pts_perf_clock {
 	uint64_t tsc_ctc_n, tsc_ctc_d, tsc_ctc_mult;
 	uint32_t last_mtc, ctc_rem_mask;
 	uint8_t mtc_shift, have_tma, fixup_last_mtc;
-	/* CYC: the time at the last TSC/MTC right after a CYC (0: none yet)
-	 * and the cycles counted since; TSC ticks per cycle, measured
-	 * (@have_cyc_ratio) or from the CBR (@cbr 0: none yet). */
-	uint8_t have_cyc_ratio, cbr;
+	/* The last CBR (0: none yet) and the max non-turbo ratio, from the
+	 * capture or, as perf takes it, its TSC frequency / 100 MHz. */
+	uint8_t cbr;
+	uint32_t max_nonturbo;
+	/* CYC: the time at the last TSC/MTC right after a CYC or at a CBR
+	 * change (0: none yet) and the cycles counted since; TSC ticks per
+	 * cycle, measured (@have_cyc_ratio) or max non-turbo / CBR. */
+	uint64_t cyc_ref, cycle_cnt;
+	double cyc_ratio, cbr_ratio;
+	uint8_t have_cyc_ratio;
 	/* An MTC right after a CYC was just applied: the caller measures
 	 * the ratio ahead (pts_perf_cyc_cal_*) before the next packet. */
 	uint8_t cal_due;
 	/* The kinds of the last three packets fetched (PADs not counted):
 	 * [0] the one being applied, [1] the one before. */
 	uint8_t fetched[3];
-	uint64_t cyc_ref, cycle_cnt;
-	double cyc_ratio, cbr_ratio;
-	double max_nonturbo; /* from the capture (or its TSC frequency) */
 };
 
 /* Sets up @c with the PT event's MTC period, the TSC:CTC ratio and the
